@@ -1,0 +1,61 @@
+"""The error hierarchy. Every error the project raises on purpose is a ``SweSrlError``.
+
+Errors also inherit the matching builtin so callers can catch either (``SandboxTimeout`` is a ``TimeoutError``).
+Messages name the offending value and, where there is one, the fix.
+"""
+
+
+class SweSrlError(Exception):
+    """Root of every error swe-srl raises on purpose."""
+
+
+class ConfigError(SweSrlError, ValueError):
+    """An invalid option or config value (unknown key, value out of range)."""
+
+
+class SandboxError(SweSrlError, RuntimeError):
+    """Infrastructure failure where commands run: daemon down, image missing, container died."""
+
+
+class DockerUnavailable(SandboxError):
+    """No Docker engine answers."""
+
+
+class ImageNotFound(SandboxError, LookupError):
+    """An image tag that does not exist locally and cannot be built or pulled."""
+
+
+class ImageBuildError(SandboxError):
+    """An image recipe failed to build."""
+
+
+class ContainerDied(SandboxError):
+    """The episode's container stopped or vanished while in use."""
+
+
+class SandboxTimeout(SandboxError, TimeoutError):
+    """The episode's wall-clock budget is spent."""
+
+
+class TaskError(SweSrlError, ValueError):
+    """A malformed task record or an unknown dataset/instance."""
+
+
+class TrajectoryFormatError(SweSrlError, ValueError):
+    """A trajectory record that no importer understands, or that is malformed."""
+
+
+class ActionFormatError(SweSrlError, ValueError):
+    """Model output that breaks the ``<think>…</think>`` + one action format."""
+
+    def __init__(self, rule: str, detail: str = "") -> None:
+        self.rule = rule
+        super().__init__(f"{rule}: {detail}" if detail else rule)
+
+
+class GradingError(SweSrlError):
+    """Grading could not run (infra), as opposed to a patch that is wrong."""
+
+
+class TrainingError(SweSrlError):
+    """Training cannot start or continue (bad model path, empty dataset, ...)."""

@@ -1,0 +1,81 @@
+"""The native trajectory form: dataclasses with a JSONL representation that round-trips."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swe_srl.errors import TrajectoryFormatError
+from swe_srl.paths import atomic_write_text
+
+
+@dataclass
+class Step:
+    """One expert turn: the reasoning, the bash action it chose, and what the action printed."""
+
+    thought: str
+    action: str
+    observation: str = ""
+    exit_code: int | None = None
+
+
+@dataclass
+class Trajectory:
+    """An expert's attempt at one instance."""
+
+    instance_id: str
+    problem: str
+    steps: list[Step] = field(default_factory=list)
+    patch: str = ""
+    resolved: bool | None = None
+    source: str = "native"
+    """Where it came from: ``native``, ``scripted``, ``swe-agent``, ``openhands``, ``swe-smith``, ``nebius``..."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "<record>") -> Trajectory:
+        try:
+            steps = [Step(**s) for s in data.get("steps", [])]
+            return cls(
+                instance_id=data["instance_id"],
+                problem=data.get("problem", ""),
+                steps=steps,
+                patch=data.get("patch", ""),
+                resolved=data.get("resolved"),
+                source=data.get("source", "native"),
+                metadata=dict(data.get("metadata") or {}),
+            )
+        except (KeyError, TypeError) as exc:
+            raise TrajectoryFormatError(f"{where}: not a native trajectory record ({exc})") from None
+
+    def content_hash(self) -> str:
+        """Stable hash of what replay depends on (instance and actions), used as a cache key."""
+        payload = json.dumps([self.instance_id, [s.action for s in self.steps]], ensure_ascii=False)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def write_jsonl(path: Path, trajectories: Iterable[Trajectory]) -> None:
+    """Write trajectories atomically, one JSON object per line."""
+    lines = [json.dumps(t.to_dict(), ensure_ascii=False) for t in trajectories]
+    atomic_write_text(Path(path), "".join(line + "\n" for line in lines))
+
+
+def read_jsonl(path: Path) -> Iterator[Trajectory]:
+    """Read native trajectories; errors name the file and line."""
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TrajectoryFormatError(f"{where}: invalid JSON ({exc})") from None
+            yield Trajectory.from_dict(data, where)

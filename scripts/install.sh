@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs swe-srl into .venv (Python package + training extras + dev tools) and makes sure a Docker engine runs
+# and the base images exist (`swe-srl setup`). Idempotent: a second run only checks. Sourced by setup.sh and test.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv"
+  # System site-packages are visible so a machine that already has torch & co. does not download them again.
+  "$PYTHON" -m venv --system-site-packages .venv
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
+if ! python -c "import torch" 2>/dev/null; then
+  echo "==> installing torch (CPU build if a local wheel is available)"
+  python -m pip install -q "torch==2.13.0" || python -m pip install -q torch
+fi
+echo "==> installing swe-srl[train,dev]"
+python -m pip install -q -e ".[train,dev]" 2>&1 | grep -v -E "^WARNING: (Location|Running pip)" || true
+python -c "import swe_srl, trl, gymnasium, docker" # fails loudly if the install did not take
+
+echo "==> swe-srl setup (Docker engine + base images)"
+swe-srl setup

@@ -59,3 +59,7 @@ class GradingError(SweSrlError):
 
 class TrainingError(SweSrlError):
     """Training cannot start or continue (bad model path, empty dataset, ...)."""
+
+
+class PolicyError(SweSrlError, RuntimeError):
+    """A policy cannot answer: unknown spec, unreachable server, model that fails to load, script exhausted."""

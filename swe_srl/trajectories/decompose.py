@@ -1,0 +1,224 @@
+"""Split expert trajectories into SRL step samples.
+
+Sample k: system instructions + problem (+ oracle files) + expert steps 1..k-1 (actions and truncated
+observations) → target = expert action k (the expert thought is kept for reference).
+
+Cleaning, in order, before samples are made:
+
+* non-actions are dropped: empty actions (``empty``) and actions made only of ``#`` comments (``comment``);
+* consecutive near-identical actions are merged, keeping the later one (``merged``): SequenceMatcher ratio of the
+  whitespace-normalized texts above ``merge_threshold`` (0.9);
+* ``submit`` is kept as a target: the SRL paper trains on every action step of the expert, and ending the
+  episode is an action the policy must learn.
+
+With a token budget, the oldest observations are elided first (never the problem or the last step); a sample
+still over budget is dropped (``over_budget``). Pure and deterministic: same input, same output.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Any
+
+from swe_srl.prompts import build_messages, messages_tokens
+from swe_srl.trajectories.schema import Step, Trajectory
+
+
+@dataclass
+class DecomposeStats:
+    """What decomposition did: counts of inputs, outputs, and of everything dropped, by reason."""
+
+    trajectories: int = 0
+    trajectories_used: int = 0
+    steps: int = 0
+    samples: int = 0
+    dropped_steps: Counter[str] = field(default_factory=Counter)
+    dropped_samples: Counter[str] = field(default_factory=Counter)
+    dropped_trajectories: Counter[str] = field(default_factory=Counter)
+
+    def rows(self) -> list[tuple[str, int]]:
+        """(label, count) rows for a table, in a stable order."""
+        rows = [
+            ("trajectories", self.trajectories),
+            ("trajectories used", self.trajectories_used),
+            ("steps", self.steps),
+            ("samples", self.samples),
+        ]
+        for prefix, counter in (
+            ("dropped trajectory", self.dropped_trajectories),
+            ("dropped step", self.dropped_steps),
+            ("dropped sample", self.dropped_samples),
+        ):
+            rows += [(f"{prefix}: {reason}", n) for reason, n in sorted(counter.items())]
+        return rows
+
+
+def _normalize(action: str) -> str:
+    return " ".join(action.split())
+
+
+def is_non_action(action: str) -> str | None:
+    """The reason an action is not one (``empty`` / ``comment``), or None for a real action."""
+    lines = [line.strip() for line in action.strip().splitlines() if line.strip()]
+    if not lines:
+        return "empty"
+    if all(line.startswith("#") for line in lines):
+        return "comment"
+    return None
+
+
+def near_identical(a: str, b: str, threshold: float) -> bool:
+    """SequenceMatcher ratio of the whitespace-normalized actions is above ``threshold``."""
+    a, b = _normalize(a), _normalize(b)
+    if a == b:
+        return True
+    matcher = SequenceMatcher(None, a, b)
+    return (
+        matcher.real_quick_ratio() > threshold
+        and matcher.quick_ratio() > threshold
+        and matcher.ratio() > threshold
+    )
+
+
+def clean_steps(
+    steps: Iterable[Step], merge_threshold: float | None = 0.9
+) -> tuple[list[Step], Counter[str]]:
+    """Drop non-actions and merge consecutive near-identical actions (keeping the later); returns the dropped counts."""
+    kept: list[Step] = []
+    dropped: Counter[str] = Counter()
+    for step in steps:
+        reason = is_non_action(step.action)
+        if reason:
+            dropped[reason] += 1
+            continue
+        if (
+            kept
+            and merge_threshold is not None
+            and near_identical(kept[-1].action, step.action, merge_threshold)
+        ):
+            dropped["merged"] += 1
+            kept[-1] = step
+            continue
+        kept.append(step)
+    return kept, dropped
+
+
+def token_counter(tokenizer: Any) -> Callable[[str], int]:
+    """``count_tokens`` for any tokenizer with ``encode``: transformers (list of ids) or ``tokenizers`` (Encoding)."""
+
+    def count(text: str) -> int:
+        encoded = tokenizer.encode(text, add_special_tokens=False)
+        return len(encoded.ids) if hasattr(encoded, "ids") else len(encoded)
+
+    return count
+
+
+def _memoized(count: Callable[[str], int]) -> Callable[[str], int]:
+    cache: dict[str, int] = {}
+
+    def cached(text: str) -> int:
+        if text not in cache:
+            cache[text] = count(text)
+        return cache[text]
+
+    return cached
+
+
+def decompose(
+    trajs: Iterable[Trajectory],
+    *,
+    oracle_files: Mapping[str, Mapping[str, str]] | None = None,
+    splits: Mapping[str, str] | None = None,
+    tokenizer: Any = None,
+    max_tokens: int | None = None,
+    observation_chars: int = 2000,
+    merge_threshold: float | None = 0.9,
+) -> tuple[list[dict[str, Any]], DecomposeStats]:
+    """Trajectories → SRL step samples (records of the cross-team contract) and stats.
+
+    ``oracle_files``: instance_id → {path: content}; when given, every prompt lists them and a trajectory whose
+    instance is missing from it is dropped (``missing_oracle_files``). ``splits``: instance_id → split (from a task
+    set's ``extra["split"]``); when given, a trajectory of an unknown instance is dropped (``unknown_instance``),
+    otherwise split is ``train``. ``tokenizer`` (anything with ``encode``) + ``max_tokens`` set the prompt budget;
+    without a tokenizer the budget uses an estimate of 4 characters a token.
+    """
+    stats = DecomposeStats()
+    samples: list[dict[str, Any]] = []
+    for traj in trajs:
+        stats.trajectories += 1
+        stats.steps += len(traj.steps)
+        reason = _trajectory_problem(traj, oracle_files, splits)
+        if reason:
+            stats.dropped_trajectories[reason] += 1
+            continue
+        steps, dropped = clean_steps(traj.steps, merge_threshold)
+        stats.dropped_steps.update(dropped)
+        if not steps:
+            stats.dropped_trajectories["no_actions"] += 1
+            continue
+        stats.trajectories_used += 1
+        files = dict(oracle_files[traj.instance_id]) if oracle_files is not None else {}
+        split = splits[traj.instance_id] if splits is not None else "train"
+        count = _memoized(token_counter(tokenizer)) if tokenizer is not None else None
+        for sample in _samples(traj, steps, files, split, observation_chars, max_tokens, count):
+            if sample is None:
+                stats.dropped_samples["over_budget"] += 1
+            else:
+                samples.append(sample)
+    stats.samples = len(samples)
+    return samples, stats
+
+
+def _trajectory_problem(
+    traj: Trajectory, oracle_files: Mapping[str, Any] | None, splits: Mapping[str, str] | None
+) -> str | None:
+    if not traj.problem.strip():
+        return "no_problem"
+    if splits is not None and traj.instance_id not in splits:
+        return "unknown_instance"
+    if oracle_files is not None and traj.instance_id not in oracle_files:
+        return "missing_oracle_files"
+    return None
+
+
+def _samples(
+    traj: Trajectory,
+    steps: list[Step],
+    files: Mapping[str, str],
+    split: str,
+    observation_chars: int,
+    max_tokens: int | None,
+    count: Callable[[str], int] | None,
+) -> Iterable[dict[str, Any] | None]:
+    from swe_srl.prompts import approx_tokens
+
+    counter = count or approx_tokens
+    traj_hash = traj.content_hash()
+    history: list[tuple[str, str]] = []
+    for index, step in enumerate(steps):
+        messages = build_messages(
+            traj.problem,
+            history,
+            oracle_files=files or None,
+            observation_chars=observation_chars,
+            token_budget=max_tokens,
+            count_tokens=counter,
+        )
+        history.append((step.action, step.observation))
+        if max_tokens is not None and messages_tokens(messages, counter) > max_tokens:
+            yield None
+            continue
+        yield {
+            "prompt": messages,
+            "expert_action": step.action.strip(),
+            "expert_thought": step.thought.strip(),
+            "instance_id": traj.instance_id,
+            "step": index,
+            "num_steps": len(steps),
+            "trajectory_hash": traj_hash,
+            "split": split,
+            "oracle_files": list(files),
+        }

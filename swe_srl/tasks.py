@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from swe_srl.errors import TaskError
@@ -85,3 +86,91 @@ class Instance:
             if path not in paths and path != "/dev/null":
                 paths.append(path)
         return paths
+
+
+# --------------------------------------------------------------------------------------------------- loaders
+
+BUNDLED_PREFIX = "bundled"
+
+
+def _split_filter(instances: list[Instance], split: str | None) -> list[Instance]:
+    if split is None:
+        return instances
+    return [i for i in instances if i.extra.get("split", "test") == split]
+
+
+def load_jsonl(path: Path) -> list[Instance]:
+    """Instances from a JSONL file; a bad line raises ``TaskError`` naming ``file:line`` and the field."""
+    instances = []
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TaskError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            instances.append(Instance.from_record(record, where))
+    return instances
+
+
+def load_parquet(path: Path) -> list[Instance]:
+    """Instances from a parquet file (needs ``pyarrow``); errors name ``file:row`` (1-based) and the field."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise TaskError(f"{path}: reading parquet needs pyarrow; run `pip install pyarrow`") from None
+    rows = pq.read_table(path).to_pylist()
+    return [Instance.from_record(row, f"{path}:row {n}") for n, row in enumerate(rows, start=1)]
+
+
+def load_hf(dataset_id: str, split: str = "test") -> list[Instance]:
+    """Instances from a Hugging Face dataset id (e.g. ``princeton-nlp/SWE-bench_Verified``) via ``datasets``."""
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        raise TaskError(f"{dataset_id}: loading a HF dataset needs `pip install swe-srl[train]` (datasets)") from None
+    try:
+        rows = load_dataset(dataset_id, split=split)
+    except Exception as exc:  # datasets raises many unrelated types (network, missing split, auth)
+        raise TaskError(f"cannot load HF dataset {dataset_id!r} split {split!r}: {exc}") from exc
+    return [Instance.from_record(dict(row), f"{dataset_id}[{split}]:row {n}") for n, row in enumerate(rows, 1)]
+
+
+def load_instances(dataset: str, *, split: str | None = None) -> list[Instance]:
+    """Load a dataset named like users name it.
+
+    ``dataset`` is a JSONL/parquet path, ``bundled`` / ``bundled:train`` / ``bundled:test`` (the offline suite,
+    materialized on first use), or a HF dataset id. ``split`` filters on ``extra["split"]`` for local sources and
+    is the HF split (default ``test``) for HF ids.
+    """
+    name, _, suffix = dataset.partition(":")
+    if name == BUNDLED_PREFIX:
+        from swe_srl.synth import materialize_bundled
+
+        return _split_filter(materialize_bundled(), suffix or split)
+    path = Path(dataset).expanduser()
+    if path.suffix in (".jsonl", ".json", ".parquet") or path.exists():
+        if not path.is_file():
+            raise TaskError(f"dataset file {path} does not exist (expected a .jsonl or .parquet file)")
+        loader = load_parquet if path.suffix == ".parquet" else load_jsonl
+        return _split_filter(loader(path), split)
+    if dataset.count("/") == 1 and not dataset.startswith((".", "/", "~")):
+        return load_hf(dataset, split or "test")
+    raise TaskError(
+        f"unknown dataset {dataset!r}: use a .jsonl/.parquet path, 'bundled[:train|:test]' or a HF id like "
+        "'princeton-nlp/SWE-bench_Verified'"
+    )
+
+
+def select_instances(instances: list[Instance], ids: list[str] | None) -> list[Instance]:
+    """Keep the instances named in ``ids`` (in dataset order); an unknown id raises ``TaskError``."""
+    if not ids:
+        return instances
+    known = {i.instance_id for i in instances}
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise TaskError(f"unknown instance id(s) {', '.join(missing)}; the dataset has {len(known)} instances")
+    wanted = set(ids)
+    return [i for i in instances if i.instance_id in wanted]

@@ -1,0 +1,235 @@
+"""The scripted expert: realistic trajectories on tasks with a known gold patch, run for real in a sandbox.
+
+Each trajectory locates the code (grep/find/ls), inspects it (cat/sed -n/editor view), reproduces the failure
+(pytest), applies the gold patch hunk by hunk (``sed -i`` or the editor, chosen by the seed), verifies and submits.
+Observations are what the commands really printed; only trajectories whose final diff resolves the task are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import shlex
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from swe_srl.errors import SweSrlError, TaskError
+from swe_srl.tasks import Instance
+from swe_srl.trajectories.schema import Step, Trajectory
+from swe_srl.trajectories.scripted_edits import Edit, apply_edits, edit_command, plan_edits
+
+SUBMIT = "submit"
+_DEF = re.compile(r"\b(?:def|class)\s+([A-Za-z_]\w*)")
+_IDENT = re.compile(r"[A-Za-z_]\w{3,}")
+
+
+def _symbol(instance: Instance, edits: list[Edit]) -> tuple[str, bool]:
+    """The name to search for, and whether it is a def/class (so ``grep "def name"`` finds it)."""
+    for edit in edits:
+        match = _DEF.search(edit.header) or _DEF.search(edit.old)
+        if match:
+            return match.group(1), True
+    for test in instance.FAIL_TO_PASS:
+        name = test.split("::")[-1].split("[")[0].removeprefix("test_")
+        if name and name in instance.problem_statement:
+            return name, False
+    words = _IDENT.findall(edits[0].old or edits[0].new) if edits else []
+    return (words[0] if words else Path(edits[0].path).stem), False
+
+
+def _pytest_target(instance: Instance, exists: Callable[[str], bool]) -> str | None:
+    """The failing test id when its file already exists at the base commit, else its file, else None."""
+    for test in instance.FAIL_TO_PASS:
+        path = test.split("::")[0]
+        if path.endswith(".py") and exists(path):
+            name = test.split("::")[-1].split("[")[0]
+            return test if _defined(name, instance) else path
+    return None
+
+
+def _defined(name: str, instance: Instance) -> bool:
+    """True when the test function is not one the test patch adds (so it exists before the patch)."""
+    return f"+def {name}(" not in instance.test_patch and f"+    def {name}(" not in instance.test_patch
+
+
+class _Script:
+    """Builds one trajectory step by step, running each action in the sandbox."""
+
+    def __init__(self, sandbox, instance: Instance, rng: random.Random) -> None:
+        self.sandbox, self.instance, self.rng = sandbox, instance, rng
+        self.steps: list[Step] = []
+
+    def do(self, thought: str, action: str) -> str:
+        result = self.sandbox.run(action)
+        self.steps.append(
+            Step(thought=thought, action=action, observation=result.output, exit_code=result.exit_code)
+        )
+        return result.output
+
+    def read(self, path: str) -> str:
+        return self.sandbox.read_file(f"/testbed/{path}").decode("utf-8")
+
+    def exists(self, path: str) -> bool:
+        return self.sandbox.run(f"test -f {shlex.quote(path)}").exit_code == 0
+
+    def locate(self, symbol: str, is_def: bool, path: str) -> None:
+        top = path.split("/")[0] if "/" in path else "."
+        if self.rng.random() < 0.35:
+            self.do("Let me get an overview of the repository layout first.", "ls")
+        choices = [
+            (
+                f"The issue points at `{symbol}`; let me find where it is defined.",
+                f'grep -rn "def {symbol}\\|class {symbol}" --include="*.py" .' if is_def else None,
+            ),
+            (
+                f"Let me search the package for `{symbol}`.",
+                f'grep -rn "{symbol}" {shlex.quote(top)} --include="*.py"',
+            ),
+            (
+                f"The code for this probably lives in `{Path(path).name}`; let me find that file.",
+                f'find . -name {shlex.quote(Path(path).name)} -not -path "./.git/*"',
+            ),
+        ]
+        thought, action = self.rng.choice([c for c in choices if c[1]])
+        self.do(thought, action)
+
+    def inspect(self, edit: Edit, symbol: str, is_def: bool) -> None:
+        n_lines = self.read(edit.path).count("\n")
+        lo, hi = max(1, edit.line - self.rng.randint(4, 10)), edit.line + self.rng.randint(8, 16)
+        name = Path(edit.path).name
+        choices = [
+            (
+                f"Let me look at the code around line {edit.line} of {name}.",
+                f"sed -n '{lo},{hi}p' {edit.path}",
+            ),
+            (
+                f"Let me view the relevant part of {name}.",
+                f"str_replace_editor view /testbed/{edit.path} --view_range {lo} {hi}",
+            ),
+        ]
+        if n_lines <= 150:
+            choices.append((f"{name} is short; let me read all of it.", f"cat -n {edit.path}"))
+        if is_def:
+            choices.append(
+                (f"Let me read the body of `{symbol}`.", f'grep -n -A 15 "def {symbol}" {edit.path}')
+            )
+        self.do(*self.rng.choice(choices))
+
+    def run_tests(self, target: str, when: str) -> None:
+        thoughts = {
+            "before": [
+                f"Before changing anything, let me run `{target}` to see the failure.",
+                "Let me reproduce the problem with the relevant test.",
+            ],
+            "after": [
+                "Now let me rerun the test to confirm the fix.",
+                f"Let me check that `{target}` passes now.",
+            ],
+        }
+        flags = self.rng.choice(["-q", "-x -q", "-q -p no:cacheprovider"])
+        self.do(self.rng.choice(thoughts[when]), f"python -m pytest {flags} {shlex.quote(target)}")
+
+    def fix(self, edits: list[Edit]) -> None:
+        style = self.rng.choice(["sed", "editor"])
+        expected = apply_edits(edits, self.read)
+        for edit in edits:
+            content = self.read(edit.path) if edit.kind == "replace" else ""
+            command = edit_command(edit, style, content)
+            verb = "sed" if command.startswith("sed ") else "the editor"
+            where = f" in `{edit.header.split('(')[0].removeprefix('def ')}`" if edit.header else ""
+            self.do(f"I'll make the change in {Path(edit.path).name}{where} with {verb}.", command)
+        for path, text in expected.items():
+            actual = self.read(path) if text is not None else None
+            if actual != text:
+                raise TaskError(
+                    f"{self.instance.instance_id}: scripted edit of {path} did not give the gold text"
+                )
+
+
+def script_trajectory(sandbox, instance: Instance, *, seed: int = 0) -> Trajectory:
+    """Run one scripted trajectory for ``instance`` in a started ``sandbox`` (at the base commit)."""
+    rng = random.Random(f"{seed}:{instance.instance_id}")
+    script = _Script(sandbox, instance, rng)
+    edits = plan_edits(instance.patch, script.read)
+    if not edits:
+        raise TaskError(f"{instance.instance_id}: gold patch has no edits to script")
+    symbol, is_def = _symbol(instance, edits)
+    script.locate(symbol, is_def, edits[0].path)
+    script.inspect(edits[0], symbol, is_def)
+    target = _pytest_target(instance, script.exists)
+    if target and rng.random() < 0.8:
+        script.run_tests(target, "before")
+    script.fix(edits)
+    if target:
+        script.run_tests(target, "after")
+    else:
+        script.do("Let me review the full change before submitting.", "git diff")
+    script.steps.append(Step(thought="The fix is in place and verified; submitting.", action=SUBMIT))
+    return Trajectory(
+        instance_id=instance.instance_id,
+        problem=instance.problem_statement,
+        steps=script.steps,
+        patch=sandbox.diff(),
+        source="scripted",
+        metadata={"seed": seed},
+    )
+
+
+def _resolved(sandbox, instance: Instance) -> bool:
+    from swe_srl.grading import run_tests
+
+    outcomes = run_tests(sandbox, instance)
+    return all(outcomes.get(t) == "PASSED" for t in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS])
+
+
+def scripted_trajectories(
+    instances: Iterable[Instance], *, seed: int = 0, repos_dir: Path | None = None, progress: bool = True
+) -> list[Trajectory]:
+    """One scripted trajectory per instance, run for real; only resolved ones are kept (others are reported)."""
+    from rich.progress import track
+
+    from swe_srl.trajectories.expert_state import open_sandbox
+
+    instances = list(instances)
+    kept: list[Trajectory] = []
+    for instance in track(instances, description="scripted expert", disable=not progress):
+        try:
+            with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
+                traj = script_trajectory(sandbox, instance, seed=seed)
+                traj.resolved = _resolved(sandbox, instance)
+        except TaskError as exc:
+            print(f"skipped {instance.instance_id}: {exc}")
+            continue
+        if traj.resolved:
+            kept.append(traj)
+        else:
+            print(f"dropped {instance.instance_id}: the scripted fix did not resolve the task")
+    return kept
+
+
+def _code_version() -> str:
+    here = Path(__file__).parent
+    text = "".join((here / name).read_text() for name in ("scripted.py", "scripted_edits.py"))
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def default_trajectories(*, split: str = "train", seed: int = 0) -> Path:
+    """Scripted trajectories for the bundled suite's ``split`` as native JSONL, generated once and cached."""
+    from swe_srl.paths import cache_dir
+    from swe_srl.tasks import load_instances
+    from swe_srl.trajectories.schema import write_jsonl
+
+    instances = load_instances(f"bundled:{split}")
+    suite = json.dumps([i.to_record() for i in instances], sort_keys=True, default=str)
+    key = hashlib.sha256(f"{suite}|{seed}|{_code_version()}".encode()).hexdigest()[:16]
+    path = cache_dir("trajectories") / f"scripted-{split}-{key}.jsonl"
+    if not path.exists():
+        trajectories = scripted_trajectories(instances, seed=seed)
+        if not trajectories:
+            raise SweSrlError(
+                f"the scripted expert resolved none of the {len(instances)} bundled {split} tasks"
+            )
+        write_jsonl(path, trajectories)
+    return path

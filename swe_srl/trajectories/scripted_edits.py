@@ -1,0 +1,145 @@
+"""Turn a gold patch into the edit commands a careful engineer would type (``sed -i`` or the editor tool).
+
+Pure functions over text: :func:`plan_edits` cuts each hunk down to the smallest block that is unique in the
+file, :func:`edit_command` renders one edit as a bash command line. The scripted expert runs these for real.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from unidiff import PatchSet
+
+from swe_srl.errors import TaskError
+
+WORKDIR = "/testbed"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to one file: replace ``old`` (unique in the file, or empty for a new file) with ``new``."""
+
+    path: str
+    old: str
+    new: str
+    kind: str = "replace"
+    """``replace`` (edit an existing file), ``create`` (new file) or ``delete``."""
+    line: int = 0
+    """1-based line where ``old`` starts in the file before the edit."""
+    header: str = ""
+    """The hunk's section header (``def merge_with(self, other):``), when git found one."""
+
+    @property
+    def one_line(self) -> bool:
+        """A single line replaced by a single line with the same indentation: a job for ``sed -i``."""
+        old, new = self.old.split("\n"), self.new.split("\n")
+        if self.kind != "replace" or len(old) != 1 or len(new) != 1 or not old[0].strip():
+            return False
+        indent = len(old[0]) - len(old[0].lstrip())
+        return new[0][:indent] == old[0][:indent] and bool(new[0].strip())
+
+
+def _strip_prefix(path: str) -> str:
+    return path.removeprefix("a/").removeprefix("b/")
+
+
+def _hunk_block(lines: list[tuple[str, str]], lo: int, hi: int) -> tuple[str, str]:
+    old = [text for kind, text in lines[lo:hi] if kind != "+"]
+    new = [text for kind, text in lines[lo:hi] if kind != "-"]
+    return "".join(old), "".join(new)
+
+
+def _smallest_unique(lines: list[tuple[str, str]], content: str) -> tuple[str, str]:
+    """Grow the changed region by context lines until its old text occurs exactly once in ``content``."""
+    changed = [i for i, (kind, _) in enumerate(lines) if kind != " "]
+    first, last = changed[0], changed[-1] + 1
+    for extra in range(len(lines) + 1):
+        lo, hi = max(0, first - extra), min(len(lines), last + extra)
+        old, new = _hunk_block(lines, lo, hi)
+        if old.strip() and content.count(old) == 1:
+            return old, new
+        if lo == 0 and hi == len(lines):
+            break
+    raise TaskError(f"hunk old text is not unique in the file even with all context: {old[:80]!r}")
+
+
+def _trim_newline(old: str, new: str) -> tuple[str, str]:
+    if old.endswith("\n") and new.endswith("\n"):
+        return old[:-1], new[:-1]
+    return old, new
+
+
+def plan_edits(patch: str, read) -> list[Edit]:
+    """Edits reproducing ``patch``; ``read(path) -> str`` gives a file's current text (repo-relative path).
+
+    Hunks are applied in order to an in-memory copy so each edit's ``old`` is unique in the file as it will be
+    when the command runs. Raises ``TaskError`` for binary patches or text that cannot be made unique.
+    """
+    edits: list[Edit] = []
+    for patched in PatchSet(patch):
+        if patched.is_binary_file:
+            raise TaskError(f"{patched.path}: binary patches cannot be scripted")
+        if patched.is_added_file:
+            text = "".join(line.value for hunk in patched for line in hunk if line.is_added)
+            edits.append(Edit(_strip_prefix(patched.target_file), "", text, kind="create"))
+            continue
+        path = _strip_prefix(patched.source_file)
+        if patched.is_removed_file:
+            edits.append(Edit(path, "", "", kind="delete"))
+            continue
+        content = read(path)
+        for hunk in patched:
+            lines = [(line.line_type, line.value) for line in hunk if line.line_type in " +-"]
+            old, new = _smallest_unique(lines, content)
+            line = content[: content.index(old)].count("\n") + 1
+            content = content.replace(old, new, 1)
+            old, new = _trim_newline(old, new)
+            edits.append(Edit(path, old, new, line=line, header=hunk.section_header.strip()))
+    return edits
+
+
+def apply_edits(edits: list[Edit], read) -> dict[str, str | None]:
+    """The expected text of every edited file after ``edits`` (``None`` = deleted); used to check commands."""
+    files: dict[str, str | None] = {}
+    for edit in edits:
+        if edit.kind == "create":
+            files[edit.path] = edit.new
+        elif edit.kind == "delete":
+            files[edit.path] = None
+        else:
+            current = files[edit.path] if edit.path in files else read(edit.path)
+            files[edit.path] = current.replace(edit.old, edit.new, 1)
+    return files
+
+
+def _sed_escape(text: str, *, replacement: bool) -> str:
+    special = "\\/&" if replacement else "\\/.*[]^$"
+    return "".join("\\" + ch if ch in special else ch for ch in text)
+
+
+def sed_command(edit: Edit, *, with_line: bool) -> str:
+    """``sed -i 's/old/new/' path`` for a one-line edit (addressed by line number when ``with_line``)."""
+    old, new = edit.old.strip(), edit.new.strip()
+    script = f"s/{_sed_escape(old, replacement=False)}/{_sed_escape(new, replacement=True)}/"
+    if with_line:
+        script = f"{edit.line}{script}"
+    return f"sed -i {shlex.quote(script)} {shlex.quote(edit.path)}"
+
+
+def editor_command(edit: Edit) -> str:
+    """The ``str_replace_editor`` call making ``edit`` (absolute path, bash-quoted arguments)."""
+    path = shlex.quote(f"{WORKDIR}/{edit.path}")
+    if edit.kind == "create":
+        return f"str_replace_editor create {path} --file_text {shlex.quote(edit.new)}"
+    if edit.kind == "delete":
+        return f"rm {shlex.quote(edit.path)}"
+    return f"str_replace_editor str_replace {path} --old_str {shlex.quote(edit.old)} --new_str {shlex.quote(edit.new)}"
+
+
+def edit_command(edit: Edit, style: str, content: str = "") -> str:
+    """Render ``edit`` as ``sed`` (one-line edits only) or ``editor``; ``content`` is the file before the edit."""
+    if style == "sed" and edit.one_line:
+        unique = content.count(edit.old.strip()) == 1 if content else False
+        return sed_command(edit, with_line=not unique)
+    return editor_command(edit)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -124,6 +125,11 @@ class SWEEnv(gymnasium.Env[str, str]):
         self._deadline = 0.0
         self._patch = ""
         self._done = False
+        self._effect_eval: Any = None
+
+    @property
+    def _repos_path(self) -> Path | None:
+        return Path(self.repos_dir) if self.repos_dir else None
 
     # ---- episode lifecycle -------------------------------------------------------------------------------------
     def reset(
@@ -214,7 +220,7 @@ class SWEEnv(gymnasium.Env[str, str]):
             return "Submitted.", reward, True, False, info
         from swe_srl.grading import grade
 
-        result = grade(self.instance, self._patch, repos_dir=self.repos_dir)
+        result = grade(self.instance, self._patch, repos_dir=self._repos_path)
         if result.status == "error":
             raise GradingError(
                 f"grading {self.instance.instance_id} failed (infra, not the patch): {result.log[-2000:]}"
@@ -264,15 +270,22 @@ class SWEEnv(gymnasium.Env[str, str]):
 
         expert = self._trajectory.steps[k].action
         result = score_output(
-            text, expert, mode=self.reward_mode, weights=self.weights, effect=self._effect(k)
+            text, expert, mode=self.reward_mode, weights=self.weights, effect=self._effect(k, info["action"])
         )
         info["reward_components"] = dict(result.components)
         info["expert_action"] = expert
         return float(result.total)
 
-    def _effect(self, k: int) -> float | None:
-        # The effect layer is computed by the expert team's evaluator; "off" (the default) leaves it out.
-        return None
+    def _effect(self, k: int, action: str) -> float | None:
+        """The effect layer (layered mode, effect_mode cached/full): the action run on the expert state before k."""
+        if self.effect_mode == "off" or self.reward_mode != "layered":
+            return None
+        from swe_srl.rewards.effect_sandbox import SandboxEffect
+
+        if self._effect_eval is None:
+            self._effect_eval = SandboxEffect(self.effect_mode, repos_dir=self._repos_path)
+        assert self.instance is not None and self._trajectory is not None
+        return self._effect_eval.evaluate(self.instance, self._trajectory, k, action).value
 
     # ---- helpers -----------------------------------------------------------------------------------------------
     def _load_instances(self) -> list[Instance]:
@@ -297,7 +310,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         from swe_srl.grading import instance_image
         from swe_srl.sandbox.docker import DockerSandbox
 
-        image = instance_image(instance, repos_dir=self.repos_dir)
+        image = instance_image(instance, repos_dir=self._repos_path)
         limits = replace(self.limits, episode_timeout_s=self.limits.episode_timeout_s + SANDBOX_GRACE_S)
         spec = SandboxSpec(image=image, workdir=WORKDIR, limits=limits, base_commit=instance.base_commit)
         sandbox = DockerSandbox(spec)
@@ -320,7 +333,7 @@ class SWEEnv(gymnasium.Env[str, str]):
     def _restore(self, trajectory: Trajectory, instance: Instance, step: int) -> None:
         from swe_srl.trajectories.expert_state import expert_states, restore
 
-        restore(self.sandbox, expert_states(trajectory, instance), step)
+        restore(self.sandbox, expert_states(trajectory, instance, repos_dir=self._repos_path), step)
 
     def _messages(
         self, instance: Instance, trajectory: Trajectory | None, step: int, oracle: dict[str, str]

@@ -19,7 +19,7 @@ app = typer.Typer(
 )
 
 # Each module defines register(app); heavy imports stay inside the command functions.
-COMMAND_MODULES = ("infra", "tasks", "rewards", "trajectories", "train", "evaluate")
+COMMAND_MODULES = ("infra", "tasks", "rewards", "trajectories", "expert", "env", "train", "evaluate")
 
 
 def _register_all() -> None:

@@ -116,6 +116,24 @@ def token_counter(tokenizer: Any) -> Callable[[str], int]:
     return count
 
 
+def load_tokenizer(name_or_path: str) -> Any:
+    """A tokenizer by HF name/directory (``transformers.AutoTokenizer``) or a ``tokenizer.json`` file."""
+    from swe_srl.errors import ConfigError
+
+    try:
+        if name_or_path.endswith(".json"):
+            from tokenizers import Tokenizer
+
+            return Tokenizer.from_file(name_or_path)
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(name_or_path)
+    except (OSError, ValueError, ImportError) as exc:
+        raise ConfigError(
+            f"cannot load tokenizer {name_or_path!r} ({exc}); pass a HF name, a directory or a tokenizer.json"
+        ) from exc
+
+
 def _memoized(count: Callable[[str], int]) -> Callable[[str], int]:
     cache: dict[str, int] = {}
 

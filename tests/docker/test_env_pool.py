@@ -1,0 +1,63 @@
+"""Two SweSrl-v0 environments driven in parallel by EnvPool do not see each other's files."""
+
+from __future__ import annotations
+
+import threading
+
+import docker
+import gymnasium
+import pytest
+
+from swe_srl.actions import format_output
+from swe_srl.envpool import EnvPool
+from swe_srl.tasks import Instance
+
+
+def _engine_answers() -> bool:
+    try:
+        return bool(docker.from_env(timeout=10).ping())
+    except docker.errors.DockerException:
+        return False
+
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(not _engine_answers(), reason="no Docker engine answers"),
+]
+
+
+@pytest.fixture(scope="module")
+def instance() -> Instance:
+    from swe_srl.grading import instance_image
+
+    from swe_srl.tasks import load_instances
+
+    picked = sorted(load_instances("bundled"), key=lambda i: len(i.patch))[0]
+    instance_image(picked)
+    return picked
+
+
+def test_parallel_envs_do_not_interfere(instance: Instance) -> None:
+    both_wrote = threading.Barrier(2, timeout=120)
+
+    def episode(env: gymnasium.Env, tag: str) -> tuple[str, str, str]:
+        env.reset(options={"instance_id": instance.instance_id})
+        container_id = env.unwrapped.sandbox.container_id
+        env.step(format_output("mark my sandbox", f"echo {tag} > only_{tag}.txt && cd /tmp"))
+        both_wrote.wait()  # the other env has written its file by now
+        obs, *_ = env.step(format_output("look", "ls /testbed/only_*.txt; pwd"))
+        return container_id, obs, threading.current_thread().name
+
+    with EnvPool(2, instances=[instance]) as pool:
+        results = pool.map(episode, ["alpha", "beta"])
+        container_ids = [cid for cid, _, _ in results]
+    (_, obs_a, thread_a), (_, obs_b, thread_b) = results
+    assert thread_a != thread_b, "the two episodes ran concurrently"
+    assert "only_alpha.txt" in obs_a and "only_beta.txt" not in obs_a
+    assert "only_beta.txt" in obs_b and "only_alpha.txt" not in obs_b
+    assert "/tmp" in obs_a and "/tmp" in obs_b
+    assert len(set(container_ids)) == 2
+    client = docker.from_env()
+    for container_id in container_ids:  # the pool's close() removed both containers
+        with pytest.raises(docker.errors.NotFound):
+            client.containers.get(container_id)

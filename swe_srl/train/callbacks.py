@@ -1,0 +1,203 @@
+"""Monitoring: ``metrics.jsonl`` per logged step, a PNG of the training curves, held-out greedy evaluation, and a
+rich progress bar."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from swe_srl.paths import atomic_write_bytes
+
+# metric key in TRL's logs → panel title
+PLOTTED = {
+    "reward": "mean reward",
+    "kl": "KL to reference",
+    "entropy": "entropy",
+    "completions/mean_length": "completion length",
+    "format_error_rate": "format-error rate",
+}
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """All records of a metrics.jsonl (missing file → empty list)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def plot_metrics(metrics_path: Path, png_path: Path) -> Path:
+    """Plot reward / KL / entropy / completion length / format-error rate (and eval reward) against step."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = [r for r in read_metrics(metrics_path) if "reward" in r or "eval/mean_reward" in r]
+    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 3.2))
+    for ax, (key, title) in zip(axes, PLOTTED.items(), strict=True):
+        points = [
+            (r["step"], r[key])
+            for r in records
+            if isinstance(r.get(key), int | float) and math.isfinite(r[key])
+        ]
+        if points:
+            ax.plot(*zip(*points, strict=True), label="train")
+        if key == "reward":
+            evals = [(r["step"], r["eval/mean_reward"]) for r in records if "eval/mean_reward" in r]
+            if evals:
+                ax.plot(*zip(*evals, strict=True), "o--", label="held-out (greedy)")
+            ax.legend(fontsize=7)
+        ax.set_title(title)
+        ax.set_xlabel("step")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    plt.close(fig)
+    atomic_write_bytes(png_path, buffer.getvalue())
+    return png_path
+
+
+class MetricsCallback(TrainerCallback):
+    """Appends each log record (with ``step`` and ``format_error_rate``) to metrics.jsonl; plots on save/end."""
+
+    def __init__(self, output_dir: Path) -> None:
+        self.path = output_dir / "metrics.jsonl"
+        self.png = output_dir / "training_curves.png"
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        record = {
+            "step": state.global_step,
+            **{k: v for k, v in logs.items() if isinstance(v, int | float | str)},
+        }
+        if "format_compliance" in record:
+            record["format_error_rate"] = 1.0 - record["format_compliance"]
+        self.write(record)
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            plot_metrics(self.path, self.png)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            plot_metrics(self.path, self.png)
+
+
+def greedy_eval(
+    model, tokenizer, rows: list[dict[str, Any]], reward_func, max_new_tokens: int, batch_size: int
+):
+    """Mean reward of greedy completions on ``rows`` (NaN/None rewards are left out)."""
+    import torch
+
+    was_training, side = model.training, tokenizer.padding_side
+    model.eval()
+    tokenizer.padding_side = "left"
+    scores: list[float] = []
+    try:
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start : start + batch_size]
+            texts = [
+                tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)
+                for r in chunk
+            ]
+            enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
+                model.device
+            )
+            with torch.no_grad():
+                out = model.generate(
+                    **enc, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id
+                )
+            completions = tokenizer.batch_decode(
+                out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True
+            )
+            columns = {k: [r[k] for r in chunk] for k in chunk[0] if k != "prompt"}
+            rewards = reward_func([r["prompt"] for r in chunk], completions, **columns)
+            scores.extend(float(x) for x in rewards if x is not None and math.isfinite(float(x)))
+    finally:
+        model.train(was_training)
+        tokenizer.padding_side = side
+    return sum(scores) / len(scores) if scores else float("nan")
+
+
+class HeldOutEvalCallback(TrainerCallback):
+    """Every ``every`` steps and at the end: mean greedy reward on held-out samples → metrics.jsonl."""
+
+    def __init__(
+        self, rows, reward_func, metrics: MetricsCallback, every: int, max_new_tokens: int, batch_size: int
+    ):
+        self.rows, self.reward_func, self.metrics = rows, reward_func, metrics
+        self.every, self.max_new_tokens, self.batch_size = every, max_new_tokens, batch_size
+        self.history: list[tuple[int, float]] = []
+
+    def _run(self, state, model, tokenizer) -> None:
+        if (
+            not self.rows
+            or not state.is_world_process_zero
+            or any(s == state.global_step for s, _ in self.history)
+        ):
+            return
+        value = greedy_eval(
+            model, tokenizer, self.rows, self.reward_func, self.max_new_tokens, self.batch_size
+        )
+        self.history.append((state.global_step, value))
+        self.metrics.write({"step": state.global_step, "eval/mean_reward": value})
+
+    def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if self.every and state.global_step % self.every == 0:
+            self._run(state, model, processing_class)
+
+    def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        self._run(state, model, processing_class)
+
+
+class RichProgressCallback(TrainerCallback):
+    """A rich progress bar showing the step and the latest mean reward."""
+
+    def __init__(self, console=None) -> None:
+        self.console = console
+        self.progress = None
+        self.task = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]training"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=self.console,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task(
+            "train", total=state.max_steps, completed=state.global_step, info=""
+        )
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.progress is not None and logs and "reward" in logs:
+            info = f"reward {logs['reward']:+.3f}  kept {logs.get('dynamic_sampling/kept_ratio', 1.0):.2f}"
+            self.progress.update(self.task, info=info)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.progress is not None:
+            self.progress.update(self.task, completed=state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

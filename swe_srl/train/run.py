@@ -1,0 +1,198 @@
+"""The training pipeline: samples → datasets → policy (tiny default or HF model) → SRLGRPOTrainer → summary."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from swe_srl.actions import THINK_OPEN
+from swe_srl.errors import TrainingError
+from swe_srl.paths import atomic_write_text
+from swe_srl.train.config import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS, TrainConfig
+
+
+def default_samples(oracle_files: bool) -> Path:
+    """Samples of the bundled tasks' scripted-expert trajectories (decomposed, with oracle files if asked)."""
+    raise TrainingError(
+        "no default samples yet: the bundled scripted-expert trajectories are not wired in; "
+        "pass --samples FILE (from `swe-srl decompose`) or --trajectories PATH"
+    )
+
+
+def resolve_samples(config: TrainConfig) -> Path:
+    """The samples JSONL for this run: --samples, else decomposed --trajectories, else the bundled default."""
+    if config.samples:
+        return Path(config.samples)
+    if config.trajectories:
+        if config.oracle_files:
+            raise TrainingError(
+                "--oracle-files with --trajectories: decompose with oracle files first "
+                "(`swe-srl decompose TRAJ --oracle-files -o samples.jsonl`), then pass --samples samples.jsonl"
+            )
+        from swe_srl.trajectories import decompose, import_trajectories
+
+        trajs = [t for source in config.trajectories for t in import_trajectories(source)]
+        samples, _ = decompose(trajs, oracle_files=None)
+        path = config.output_dir / "samples.jsonl"
+        atomic_write_text(path, "".join(json.dumps(s) + "\n" for s in samples))
+        return path
+    return default_samples(config.oracle_files)
+
+
+def build_reward(config: TrainConfig) -> Any:
+    """The shared SRL reward (rewards team), configured from the run's options."""
+    try:
+        from swe_srl.rewards import SRLReward
+    except ImportError as exc:
+        raise TrainingError(f"the reward implementation is not available: {exc}") from exc
+    return SRLReward(mode=config.reward, effect_mode=config.effect, fuzzy=config.fuzzy)
+
+
+def think_prefix(tokenizer) -> str:
+    """``<think>`` when the chat template's generation prompt already opens the think block, else ''."""
+    messages = [{"role": "user", "content": "x"}]
+    try:
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    except (ValueError, TypeError, AttributeError):
+        return ""
+    return THINK_OPEN if str(text).rstrip().endswith(THINK_OPEN) else ""
+
+
+def grpo_args(config: TrainConfig, tiny: bool):
+    """GRPOConfig = method defaults (tiny or real) + the run's ``trl`` options + paths and logging."""
+    import torch
+    from trl import GRPOConfig
+
+    cuda = torch.cuda.is_available()
+    options = {**(TINY_TRL_DEFAULTS if tiny else REAL_TRL_DEFAULTS), **config.trl}
+    if not cuda:
+        options.update(bf16=False, use_cpu=True)
+        if "gradient_checkpointing" not in config.trl:
+            options["gradient_checkpointing"] = False
+    elif options.get("bf16"):
+        options.setdefault("model_init_kwargs", {"dtype": "bfloat16"})
+    options.setdefault("seed", config.seed)
+    return GRPOConfig(output_dir=str(config.output_dir), report_to="none", disable_tqdm=True, **options)
+
+
+def _peft_config(config: TrainConfig):
+    if not config.lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    lora = config.lora
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
+
+
+def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bool]:
+    """(model path or id, is_tiny): --init, else --model, else the tiny model saved under the output dir."""
+    if config.init:
+        if not Path(config.init).exists():
+            raise TrainingError(f"--init checkpoint {config.init} does not exist")
+        return config.init, config.model is None
+    if config.model:
+        return config.model, False
+    from swe_srl.train.tiny import make_tiny_policy, sample_texts
+
+    path = make_tiny_policy(sample_texts(train_rows), config.output_dir / "tiny-model", config.tiny)
+    return str(path), True
+
+
+def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, console=None):
+    """The configured ``SRLGRPOTrainer`` with metrics, held-out eval and progress callbacks."""
+    from transformers import AutoTokenizer, PrinterCallback
+
+    from swe_srl.train.callbacks import HeldOutEvalCallback, MetricsCallback, RichProgressCallback
+    from swe_srl.train.data import to_dataset
+    from swe_srl.train.trainer import PrefixedReward, SRLGRPOTrainer
+
+    model_path, tiny = prepare_policy(config, train_rows)
+    args = grpo_args(config, tiny)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    prefix = think_prefix(tokenizer)
+    reward = reward_func if reward_func is not None else build_reward(config)
+    if prefix:
+        reward = PrefixedReward(reward, prefix)
+    metrics = MetricsCallback(config.output_dir)
+    held_out = test_rows[: config.eval.max_samples]
+    evaluator = HeldOutEvalCallback(
+        held_out, reward, metrics, config.eval.every, args.max_completion_length, config.eval.batch_size
+    )
+    trainer = SRLGRPOTrainer(
+        model=model_path,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=to_dataset(train_rows),
+        processing_class=tokenizer,
+        peft_config=_peft_config(config),
+        callbacks=[metrics, evaluator, RichProgressCallback(console)],
+        advantage=config.advantage,
+        dynamic_sampling=config.dynamic_sampling,
+        format_prefix=prefix,
+    )
+    trainer.remove_callback(PrinterCallback)  # the rich bar + metrics.jsonl replace printed dicts
+    return trainer, evaluator
+
+
+def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, int]) -> dict[str, Any]:
+    """First vs last fifth of the logged mean rewards, eval history, paths."""
+    from swe_srl.train.callbacks import read_metrics
+
+    rewards = [r["reward"] for r in read_metrics(config.output_dir / "metrics.jsonl") if "reward" in r]
+    fifth = max(1, len(rewards) // 5)
+    first = sum(rewards[:fifth]) / fifth if rewards else float("nan")
+    last = sum(rewards[-fifth:]) / fifth if rewards else float("nan")
+    return {
+        "stage": config.stage,
+        "model": trainer.model.name_or_path,
+        "advantage": config.advantage,
+        "reward": config.reward,
+        "steps": trainer.state.global_step,
+        **counts,
+        "reward_first_fifth": first,
+        "reward_last_fifth": last,
+        "reward_rose": bool(last > first),
+        "eval": [{"step": s, "mean_reward": v} for s, v in evaluator.history],
+        "final_model": str(config.output_dir / "final"),
+        "metrics": str(config.output_dir / "metrics.jsonl"),
+        "plot": str(config.output_dir / "training_curves.png"),
+    }
+
+
+def run_training(config: TrainConfig, *, reward_func=None, console=None) -> dict[str, Any]:
+    """Run SRL (or RLVR) training as configured; writes checkpoints, metrics, plot, ``summary.json``."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from swe_srl.train.data import read_samples, split_rows
+
+    if config.stage == "rlvr":
+        from swe_srl.train.rlvr import run_rlvr
+
+        return run_rlvr(config, console=console)
+    out = config.output_dir
+    checkpoint = get_last_checkpoint(str(out)) if config.resume and out.is_dir() else None
+    if config.resume and checkpoint is None:
+        raise TrainingError(f"--resume: no checkpoint-* directory in {out}; run without --resume first")
+    if not config.resume:
+        (out / "metrics.jsonl").unlink(missing_ok=True)
+        shutil.rmtree(out / "tiny-model", ignore_errors=True)
+    train_rows, test_rows = split_rows(
+        read_samples(resolve_samples(config)), config.test_fraction, config.seed
+    )
+    trainer, evaluator = build_trainer(config, train_rows, test_rows, reward_func, console)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model(str(out / "final"))
+    trainer.processing_class.save_pretrained(str(out / "final"))
+    summary = summarize(
+        config, trainer, evaluator, {"train_samples": len(train_rows), "test_samples": len(test_rows)}
+    )
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary

@@ -1,0 +1,236 @@
+"""Policies: spec parsing, scripted policies, the gold heredoc, and the OpenAI client against a local HTTP server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from swe_srl.actions import format_output, is_submit, parse_output
+from swe_srl.errors import PolicyError
+from swe_srl.policies import (
+    EmptyPolicy,
+    GoldPolicy,
+    OpenAIPolicy,
+    Policy,
+    ReplayPolicy,
+    ScriptedPolicy,
+    gold_script,
+    make_policy,
+)
+from swe_srl.tasks import Instance
+from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl
+
+
+def _instance(patch: str = "", instance_id: str = "demo__demo-1") -> Instance:
+    return Instance(instance_id, "demo/demo", "0" * 40, patch, "", "The bug.")
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("gold", GoldPolicy),  # gold patch through the shell
+        ("empty", EmptyPolicy),  # submit at once
+    ],
+)
+def test_make_policy_builds_scripted_kinds(spec: str, expected: type) -> None:
+    policy = make_policy(spec)
+    assert isinstance(policy, expected)
+    assert isinstance(policy, Policy)
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs", "message"),
+    [
+        ("random", {}, "unknown policy 'random'"),  # not a kind
+        ("gold:x", {}, "unknown policy"),  # gold takes no argument
+        ("hf", {}, "unknown policy"),  # hf needs a model
+        ("openai", {}, "--base-url"),  # openai needs the server
+        ("openai", {"base_url": "http://x/v1"}, "--model"),  # ... and the model name
+        ("replay:/nonexistent/t.jsonl", {}, "does not exist"),  # missing trajectory file
+    ],
+)
+def test_make_policy_rejects_bad_specs(spec: str, kwargs: dict, message: str) -> None:
+    with pytest.raises(PolicyError, match=message):
+        make_policy(spec, **kwargs)
+
+
+def test_scripted_policy_raises_when_out_of_script_and_reset_rewinds() -> None:
+    policy = ScriptedPolicy(["a", "b"])
+    assert [policy.generate([]), policy.generate([])] == ["a", "b"]
+    with pytest.raises(PolicyError, match="ran out of script after 2 outputs"):
+        policy.generate([])
+    policy.reset(_instance())
+    assert policy.generate([]) == "a"
+
+
+def test_empty_policy_submits_in_the_training_format() -> None:
+    policy = EmptyPolicy()
+    policy.reset(_instance())
+    assert is_submit(parse_output(policy.generate([])).action)
+
+
+PATCHES = [
+    # plain patch with a trailing-whitespace context line (git apply is strict about it)
+    "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1  \n+a = 2\n",
+    # a patch containing the heredoc delimiter falls back to base64
+    "diff --git a/y.md b/y.md\n+SWE_SRL_EOF\n",
+    # a patch containing a ``` fence must not break the action format
+    "diff --git a/z.md b/z.md\n+```python\n+$HOME `date` \\n\n",
+    # no trailing newline
+    "line without newline",
+]
+
+
+@pytest.mark.parametrize("patch", PATCHES)
+def test_gold_script_writes_the_patch_byte_exactly(patch: str, tmp_path: Path) -> None:
+    first, last = gold_script(_instance(patch))
+    action = parse_output(first).action
+    write = action.rsplit("\ngit apply", 1)[0].replace("/tmp/swe_srl_gold.patch", str(tmp_path / "p"))
+    subprocess.run(["bash", "-c", write], check=True)
+    expected = patch if patch.endswith("\n") else patch + "\n"
+    assert (tmp_path / "p").read_text() == expected
+    assert "git apply" in action
+    assert is_submit(parse_output(last).action)
+
+
+def test_gold_policy_follows_each_instance() -> None:
+    policy = GoldPolicy()
+    policy.reset(_instance("PATCH-ONE\n"))
+    assert "PATCH-ONE" in policy.generate([])
+    policy.reset(_instance("PATCH-TWO\n"))
+    assert "PATCH-TWO" in policy.generate([])
+
+
+def test_replay_policy_replays_then_submits(tmp_path: Path) -> None:
+    traj = Trajectory("demo__demo-1", "p", [Step("look", "ls"), Step("", "cat x.py")])
+    write_jsonl(tmp_path / "t.jsonl", [traj])
+    policy = make_policy(f"replay:{tmp_path / 't.jsonl'}")
+    policy.reset(_instance())
+    actions = [parse_output(policy.generate([])).action for _ in range(3)]
+    assert actions == ["ls", "cat x.py", "submit"]
+    with pytest.raises(PolicyError, match="ran out of script"):
+        policy.generate([])
+    with pytest.raises(PolicyError, match="no trajectory for instance 'other__x-2'"):
+        policy.reset(_instance(instance_id="other__x-2"))
+
+
+def test_replay_policy_does_not_double_submit() -> None:
+    policy = ReplayPolicy([Trajectory("demo__demo-1", "p", [Step("t", "submit")])], auto_submit=True)
+    policy.reset(_instance())
+    assert policy.outputs == [format_output("t", "submit")]
+
+
+class _Server:
+    """A tiny OpenAI-compatible server: answers from a queue of (status, body) and records requests."""
+
+    def __init__(self, replies: list[tuple[int, dict | str]]) -> None:
+        self.replies, self.requests = list(replies), []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server API)
+                length = int(self.headers["Content-Length"])
+                server.requests.append((self.path, json.loads(self.rfile.read(length))))
+                status, body = server.replies.pop(0)
+                data = (body if isinstance(body, str) else json.dumps(body)).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> Iterator[_Server]:
+    srv = _Server(request.param)
+    thread = threading.Thread(target=srv.httpd.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+
+
+def _completion(text: str) -> dict:
+    return {"choices": [{"message": {"role": "assistant", "content": text}}]}
+
+
+@pytest.mark.parametrize("server", [[(200, _completion("<think>x</think>\nls"))]], indirect=True)
+def test_openai_policy_posts_chat_completions(server: _Server) -> None:
+    policy = make_policy("openai", base_url=server.url + "/", model="tiny", max_new_tokens=64)
+    messages = [{"role": "user", "content": "hi"}]
+    assert policy.generate(messages) == "<think>x</think>\nls"
+    path, body = server.requests[0]
+    assert path == "/v1/chat/completions"
+    assert body["model"] == "tiny" and body["messages"] == messages and body["max_tokens"] == 64
+
+
+@pytest.mark.parametrize(
+    "server", [[(503, "busy"), (429, "slow down"), (200, _completion("ok"))]], indirect=True
+)
+def test_openai_policy_retries_transient_errors(server: _Server) -> None:
+    policy = OpenAIPolicy(server.url, "tiny", retries=2, backoff_s=0.01)
+    assert policy.generate([]) == "ok"
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("server", [[(404, '{"error": "model nope not found"}')]], indirect=True)
+def test_openai_policy_fails_at_once_on_client_errors(server: _Server) -> None:
+    policy = OpenAIPolicy(server.url, "nope", retries=3, backoff_s=0.01)
+    with pytest.raises(PolicyError, match="HTTP 404.*model nope not found"):
+        policy.generate([])
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("server", [[(200, {"unexpected": True})]], indirect=True)
+def test_openai_policy_rejects_malformed_responses(server: _Server) -> None:
+    with pytest.raises(PolicyError, match="unexpected response"):
+        OpenAIPolicy(server.url, "tiny", retries=0).generate([])
+
+
+def test_openai_policy_names_an_unreachable_server() -> None:
+    # Bind then close a socket: the port is free and refuses connections.
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    policy = OpenAIPolicy(f"http://127.0.0.1:{port}/v1", "tiny", retries=1, backoff_s=0.01)
+    with pytest.raises(
+        PolicyError, match=rf"127.0.0.1:{port}/v1 is unreachable after 2 attempts.*--base-url"
+    ):
+        policy.generate([])
+
+
+def test_hf_policy_answers_in_the_training_format(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from swe_srl.prompts import build_messages
+    from swe_srl.train.tiny import make_tiny_policy
+
+    messages = build_messages("Fix the bug in x.py", [("ls", "x.py")])
+    texts = [m["content"] for m in messages] + [format_output("look around", "grep -n bug x.py")]
+    path = make_tiny_policy(texts, tmp_path / "tiny")
+    policy = make_policy(f"hf:{path}", max_new_tokens=8)
+    assert policy.name == f"hf:{path}"
+    output = policy.generate(messages)
+    # The tiny template opens <think> in the generation prompt; the policy puts it back in front.
+    assert output.startswith("<think>")
+    assert policy.count_tokens("grep -n bug x.py") > 0
+    assert policy.context_tokens == 16384
+
+
+def test_hf_policy_names_a_missing_model(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    with pytest.raises(PolicyError, match="cannot load model"):
+        make_policy(f"hf:{tmp_path / 'no-model'}")

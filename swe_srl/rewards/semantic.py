@@ -1,0 +1,215 @@
+"""The semantic layer ∈ [0, 1]: similarity of two actions' normalized syntax trees.
+
+Both actions become lists of :class:`~swe_srl.rewards.normalize.Unit` (one per simple command or file edit). Units
+are paired greedily by score; the action score is a weighted Dice coefficient over the pairs (``cd``/``echo``
+weigh 0.2), times 0.9 when the pairs are out of order. Per-pair rules by family:
+
+* **location** — search (grep ≈ rg ≈ ag ≈ git grep): 0.45 pattern, 0.35 paths, 0.2 flags; find: 0.4 paths,
+  0.6 predicates; view (cat ≈ head ≈ tail ≈ sed -n ≈ editor view): 0.75 path, 0.25 line-range overlap; list: paths
+  and flags. Different location families still share 0.25 × path similarity; argument order counts through the
+  pairing order.
+* **edit** — sed -i / editor str_replace / create / insert / heredoc and echo writes: the target file gates the
+  score (another file keeps at most 0.3 × path similarity), then 0.4 old text + 0.6 new text (Python compared by
+  ``ast.dump``; sed patterns read as literals when they are); another edit kind costs 0.2.
+* **test** — pytest ≈ python -m pytest ≈ tox ≈ unittest: target accuracy (file 0.5, then class/function ids),
+  ``-k`` expression; flags 0.1.
+* **python** — inline code by ``ast.dump`` similarity; **other** — name, flags, then positional arguments.
+
+``fuzzy=True`` relaxes non-key elements: Python names and string constants become placeholders, text compares
+case-insensitively.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+from swe_srl.rewards.edits import Edit
+from swe_srl.rewards.normalize import LOCATION, Unit, action_units
+from swe_srl.rewards.similarity import normalize_ws, text_ratio
+from swe_srl.rewards.syntax import sed_literal
+
+_LIMIT = 4_000  # characters of a code/pattern string compared (longer: compared on the prefix)
+
+
+def _text_sim(a: str, b: str, fuzzy: bool) -> float:
+    a, b = normalize_ws(a), normalize_ws(b)
+    if fuzzy:
+        a, b = a.lower(), b.lower()
+    return text_ratio(a, b, _LIMIT)
+
+
+class _Fuzz(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.copy_location(ast.Name(id="_", ctx=node.ctx), node)
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.arg = "_"
+        return node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        return ast.copy_location(ast.Constant(value="" if isinstance(node.value, str) else node.value), node)
+
+
+@lru_cache(maxsize=32768)
+def _ast_dump(code: str, fuzzy: bool) -> str | None:
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if fuzzy:
+        tree = _Fuzz().visit(tree)
+    return ast.dump(tree, annotate_fields=False)
+
+
+def code_sim(a: str, b: str, fuzzy: bool = False) -> float:
+    """Python by ``ast.dump`` similarity when both sides parse, else whitespace-normalized text similarity."""
+    if a == b:
+        return 1.0
+    da, db = _ast_dump(a, fuzzy), _ast_dump(b, fuzzy)
+    if da is not None and db is not None:
+        return text_ratio(da, db, _LIMIT)
+    return _text_sim(a, b, fuzzy)
+
+
+def path_sim(a: str, b: str) -> float:
+    """1 for equal paths, 0.6 when one contains the other, 0.5+ for the same file name elsewhere, else low."""
+    if a == b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    if a == "." or b == "." or a.startswith(b + "/") or b.startswith(a + "/"):
+        return 0.6
+    da, _, fa = a.rpartition("/")
+    db, _, fb = b.rpartition("/")
+    if fa == fb:
+        return 0.5 + 0.3 * text_ratio(da, db)
+    return 0.4 * text_ratio(a, b)
+
+
+def soft_set(a: Sequence[str], b: Sequence[str], sim: Callable[[str, str], float]) -> float:
+    """Greedy best-match Dice similarity of two collections (1.0 when both are empty)."""
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    pairs = sorted(((sim(x, y), i, j) for i, x in enumerate(a) for j, y in enumerate(b)), reverse=True)
+    used_a, used_b, total = set(), set(), 0.0
+    for score, i, j in pairs:
+        if i not in used_a and j not in used_b:
+            used_a.add(i)
+            used_b.add(j)
+            total += score
+    return 2 * total / (len(a) + len(b))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b| (1.0 for two empty sets)."""
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def _paths(a: Unit, b: Unit) -> float:
+    return soft_set(a.paths, b.paths, path_sim)
+
+
+def _span_sim(a: tuple[int, int] | None, b: tuple[int, int] | None) -> float:
+    if a == b:
+        return 1.0
+    if a is None or b is None or a[0] < 0 or b[0] < 0:
+        return 0.5
+    end_a, end_b = (a[1] if a[1] >= 0 else 10**6), (b[1] if b[1] >= 0 else 10**6)
+    overlap = min(end_a, end_b) - max(a[0], b[0]) + 1
+    union = max(end_a, end_b) - min(a[0], b[0]) + 1
+    return max(overlap, 0) / union if union > 0 else 0.0
+
+
+def _edit_text(edit: Edit) -> tuple[str | None, str]:
+    if edit.regex and edit.old is not None:
+        literal = sed_literal(edit.old, edit.extended)
+        if literal is not None:
+            return literal, edit.new.replace("&", literal).replace("\\n", "\n")
+    return edit.old, edit.new
+
+
+def _edit_sim(a: Edit, b: Edit, fuzzy: bool) -> float:
+    gate = 1.0 if a.path == b.path else 0.3 * path_sim(a.path, b.path)
+    (old_a, new_a), (old_b, new_b) = _edit_text(a), _edit_text(b)
+    if old_a is not None and old_b is not None:
+        content = 0.4 * code_sim(old_a, old_b, fuzzy) + 0.6 * code_sim(new_a, new_b, fuzzy)
+    else:
+        content = code_sim(new_a, new_b, fuzzy)
+    return gate * (1.0 if a.kind == b.kind else 0.8) * content
+
+
+def _test_target(target: str) -> list[str]:
+    path, _, rest = target.partition("::")
+    if "/" not in path and not path.endswith(".py") and not rest:  # dotted id: pkg.tests.test_x.Class.method
+        return target.split(".")
+    return [*path.removesuffix(".py").split("/"), *(p for p in rest.split("::") if p)]
+
+
+def _target_sim(a: str, b: str) -> float:
+    pa, pb = _test_target(a), _test_target(b)
+    if pa == pb:
+        return 1.0
+    return text_ratio("\x00".join(pa), "\x00".join(pb))
+
+
+def _pair(a: Unit, b: Unit, fuzzy: bool) -> float:
+    if a.family != b.family:
+        return 0.25 * _paths(a, b) if a.family in LOCATION and b.family in LOCATION else 0.0
+    name = 1.0 if a.name == b.name else 0.9
+    family = a.family
+    if family == "search":
+        pattern = _text_sim(a.pattern, b.pattern, fuzzy)
+        return name * (0.45 * pattern + 0.35 * _paths(a, b) + 0.2 * jaccard(a.flags, b.flags))
+    if family == "find":
+        preds = soft_set(sorted(a.flags), sorted(b.flags), lambda x, y: _text_sim(x, y, fuzzy))
+        return 0.4 * _paths(a, b) + 0.6 * preds
+    if family == "view":
+        return 0.75 * _paths(a, b) + 0.25 * _span_sim(a.span, b.span)
+    if family == "list":
+        return 0.7 * _paths(a, b) + 0.3 * jaccard(a.flags, b.flags)
+    if family == "edit" and a.edit is not None and b.edit is not None:
+        return _edit_sim(a.edit, b.edit, fuzzy)
+    if family == "test":
+        targets = soft_set(a.paths, b.paths, _target_sim) if a.paths or b.paths else 1.0
+        kexpr = _text_sim(a.pattern, b.pattern, fuzzy)
+        return name * (0.75 * targets + 0.15 * kexpr + 0.1 * jaccard(a.flags, b.flags))
+    if family == "python":
+        return code_sim(a.code or "", b.code or "", fuzzy)
+    if a.name != b.name:
+        return 0.0
+    args = soft_set(a.args, b.args, path_sim) if a.args or b.args else 1.0
+    return 0.2 + 0.8 * (0.25 * jaccard(a.flags, b.flags) + 0.75 * args)
+
+
+def units_similarity(ua: Sequence[Unit], ub: Sequence[Unit], fuzzy: bool = False) -> float:
+    """Weighted Dice over greedily paired units, times 0.9 if the pairing is out of order."""
+    total_weight = sum(u.weight for u in ua) + sum(u.weight for u in ub)
+    if not ua or not ub:
+        return 1.0 if not ua and not ub else 0.0
+    scores = sorted(
+        ((_pair(a, b, fuzzy), i, j) for i, a in enumerate(ua) for j, b in enumerate(ub)), reverse=True
+    )
+    used_a: dict[int, int] = {}
+    used_b: set[int] = set()
+    matched = 0.0
+    for score, i, j in scores:
+        if score > 0 and i not in used_a and j not in used_b:
+            used_a[i] = j
+            used_b.add(j)
+            matched += score * (ua[i].weight + ub[j].weight)
+    order = [used_a[i] for i in sorted(used_a)]
+    in_order = all(x < y for x, y in zip(order, order[1:], strict=False))
+    return min(1.0, matched / total_weight) * (1.0 if in_order else 0.9)
+
+
+def semantic_similarity(expert_action: str, action: str, fuzzy: bool = False) -> float:
+    """Semantic similarity of two bash actions ∈ [0, 1]: identical → 1.0, unrelated → ~0."""
+    if normalize_ws(expert_action) == normalize_ws(action):
+        return 1.0
+    return units_similarity(action_units(expert_action), action_units(action), fuzzy)

@@ -1,0 +1,109 @@
+"""The TRL adapter: ``SRLReward`` is a reward function for ``trl.GRPOTrainer`` (``reward_funcs=[SRLReward()]``).
+
+TRL 1.16 calls ``reward_func(prompts=…, completions=…, completion_ids=…, **columns)`` where ``columns`` are the
+dataset columns (here ``expert_action``, ``instance_id``, ``step``, ``trajectory_hash``…) plus ``trainer_state``,
+``log_extra(column, values)`` and ``log_metric(name, value)``; it names the function by its ``__name__``. We use
+``log_metric`` for the mean of every reward component and ``log_extra`` for the format error of each completion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from swe_srl.errors import ConfigError
+from swe_srl.rewards.effect import EFFECT_MODES, EffectEvaluator
+from swe_srl.rewards.layered import MODES, RewardWeights, score_output
+
+
+def completion_text(completion: Any) -> str:
+    """A completion as text: strings pass through; conversational lists join their assistant contents."""
+    if isinstance(completion, str):
+        return completion
+    parts: list[str] = []
+    for message in completion:
+        if message.get("role", "assistant") != "assistant":
+            continue
+        content = message.get("content", "")
+        if isinstance(content, list):  # multimodal parts: [{"type": "text", "text": ...}]
+            content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+        parts.append(str(content or ""))
+    return "".join(parts)
+
+
+class SRLReward:
+    """Picklable TRL reward function over :func:`score_output` — the same code the environment scores with.
+
+    ``effect_mode`` other than ``off`` needs an ``effect`` evaluator (an ``EffectEvaluator``); ``last_components``
+    holds the components of every completion of the last call, for logging.
+    """
+
+    def __init__(
+        self,
+        mode: str = "layered",
+        weights: RewardWeights | Mapping[str, float] | None = None,
+        effect_mode: str = "off",
+        fuzzy: bool = False,
+        effect: EffectEvaluator | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ConfigError(f"reward mode={mode!r}: choose one of {', '.join(MODES)}")
+        if effect_mode not in EFFECT_MODES:
+            raise ConfigError(f"effect_mode={effect_mode!r}: choose one of {', '.join(EFFECT_MODES)}")
+        if effect_mode != "off" and effect is None:
+            raise ConfigError(
+                f"effect_mode={effect_mode!r} needs an effect evaluator: SRLReward(effect=...) "
+                "(or effect_mode='off' for pure offline SRL)"
+            )
+        self.mode = mode
+        self.weights = RewardWeights.parse(weights)
+        self.effect_mode = effect_mode
+        self.fuzzy = fuzzy
+        self.effect = effect if effect_mode != "off" else None
+        self.__name__ = f"srl_{mode}"
+        self.last_components: list[dict[str, float]] = []
+        self.last_format_errors: list[str | None] = []
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], expert_action: Sequence[str], **columns: Any
+    ) -> list[float]:
+        if len(completions) != len(expert_action):
+            raise ConfigError(f"{len(completions)} completions but {len(expert_action)} expert_action values")
+        results = [
+            score_output(
+                completion_text(completion),
+                expert,
+                mode=self.mode,  # type: ignore[arg-type]
+                weights=self.weights,
+                effect=self.effect,
+                fuzzy=self.fuzzy,
+                instance_id=_at(columns.get("instance_id"), i),
+                trajectory_hash=_at(columns.get("trajectory_hash"), i),
+                step=_at(columns.get("step"), i),
+            )
+            for i, (completion, expert) in enumerate(zip(completions, expert_action, strict=True))
+        ]
+        self.last_components = [dict(r.components) for r in results]
+        self.last_format_errors = [r.format_error for r in results]
+        self._log(columns)
+        return [r.total for r in results]
+
+    def _log(self, columns: Mapping[str, Any]) -> None:
+        log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
+        if callable(log_metric) and self.last_components:
+            for key in self.last_components[0]:
+                values = [c.get(key, 0.0) for c in self.last_components]
+                log_metric(f"{self.__name__}/{key}", sum(values) / len(values))
+        if callable(log_extra):
+            log_extra(f"{self.__name__}_format_error", [e or "" for e in self.last_format_errors])
+
+    def __repr__(self) -> str:
+        return f"SRLReward(mode={self.mode!r}, effect_mode={self.effect_mode!r}, fuzzy={self.fuzzy})"
+
+
+def _at(values: Any, i: int) -> Any:
+    return (
+        values[i]
+        if isinstance(values, Sequence) and not isinstance(values, str) and i < len(values)
+        else None
+    )

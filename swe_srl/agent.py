@@ -36,6 +36,8 @@ class EpisodeEnv(Protocol):
 
     def step(self, text: str) -> tuple[str, float, bool, bool, dict]: ...
 
+    def close(self) -> None: ...
+
 
 class Submitted(Exception):
     """The policy ran ``submit``."""
@@ -142,13 +144,15 @@ def _one_step(env: EpisodeEnv, policy: Policy, ep: _Episode, config: AgentConfig
     if parsed is not None and is_submit(parsed.action):
         ep.steps.append(Step(thought=parsed.thought, action=SUBMIT))
         raise Submitted
-    observation, _, _, _, info = env.step(text)
+    observation, _, _, truncated, info = env.step(text)
     if info.get("format_error") or parsed is None:
         ep.format_errors += 1
         ep.history.append((text.strip()[:FORMAT_ERROR_ACTION_CHARS], observation))
-        return
-    ep.history.append((parsed.action, observation))
-    ep.steps.append(Step(parsed.thought, parsed.action, observation, info.get("exit_code")))
+    else:
+        ep.history.append((parsed.action, observation))
+        ep.steps.append(Step(parsed.thought, parsed.action, observation, info.get("exit_code")))
+    if truncated:  # the env's own wall clock
+        raise LimitsExceeded("time_limit")
 
 
 def _final_patch(env: EpisodeEnv, instance: Instance) -> str:
@@ -156,9 +160,17 @@ def _final_patch(env: EpisodeEnv, instance: Instance) -> str:
 
 
 def run_episode(
-    env: EpisodeEnv, policy: Policy, instance: Instance, config: AgentConfig | None = None
+    env: EpisodeEnv,
+    policy: Policy,
+    instance: Instance,
+    config: AgentConfig | None = None,
+    *,
+    close: bool = True,
 ) -> EpisodeResult:
     """Run one episode of ``policy`` on ``instance`` in ``env`` (which must know the instance).
+
+    ``submit`` is not sent to the env (evaluation grades the cleaned patch itself); with ``close`` the env's
+    container is removed at the end.
 
     Infra failures (``SandboxError``) and policy failures (``PolicyError``) end the episode with an error result
     rather than an exception, so an evaluation run can list them apart from wrong patches.
@@ -190,6 +202,8 @@ def run_episode(
             patch = _final_patch(env, instance)
         except SandboxError as exc:
             reason, error = ("time_limit" if isinstance(exc, SandboxTimeout) else "infra_error"), str(exc)
+    if close:
+        env.close()
     duration = time.monotonic() - ep.started
     trajectory = Trajectory(
         instance_id=instance.instance_id,

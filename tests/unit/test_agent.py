@@ -24,7 +24,8 @@ class LocalEnv:
     """The env surface the loop uses, over a git repo in a tmp dir (a stand-in for SWEEnv without Docker)."""
 
     def __init__(self, repo: Path) -> None:
-        self.repo, self.sandbox, self.steps = repo, self, 0
+        self.repo, self.sandbox, self.steps, self.closed = repo, self, 0, False
+        self.truncate_after = 10**9
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         return "prompt", {"instance_id": options["instance_id"], "problem": "x is wrong", "oracle_files": {}}
@@ -39,7 +40,11 @@ class LocalEnv:
             ["bash", "-c", action], cwd=self.repo, capture_output=True, text=True, timeout=30
         )
         info = {"format_error": None, "exit_code": proc.returncode}
-        return proc.stdout + proc.stderr + f"\n[exit code {proc.returncode}]", 0.0, False, False, info
+        truncated = self.steps >= self.truncate_after  # the env's wall clock ran out
+        return proc.stdout + proc.stderr + f"\n[exit code {proc.returncode}]", 0.0, False, truncated, info
+
+    def close(self) -> None:
+        self.closed = True
 
     def diff(self) -> str:
         _git(self.repo, "add", "-A", "-N")
@@ -75,6 +80,7 @@ def test_gold_policy_submits_the_gold_patch(env: LocalEnv) -> None:
     assert result.trajectory.steps[-1].action == "submit"
     assert result.trajectory.steps[0].exit_code == 0
     assert result.trajectory.patch == result.patch and result.trajectory.metadata["policy"] == "gold"
+    assert env.closed
 
 
 def test_empty_policy_submits_nothing(env: LocalEnv) -> None:
@@ -98,6 +104,14 @@ def test_policy_running_out_of_script_is_a_policy_error(env: LocalEnv) -> None:
 def test_wall_clock_ends_the_episode(env: LocalEnv) -> None:
     result = run_episode(env, EmptyPolicy(), INSTANCE, AgentConfig(episode_timeout_s=1e-9))
     assert (result.exit_reason, result.steps) == ("time_limit", 0)
+
+
+def test_env_truncation_ends_the_episode_with_the_patch_so_far(env: LocalEnv) -> None:
+    env.truncate_after = 1
+    policy = ScriptedPolicy([format_output("t", "echo x = 9 > x.py"), format_output("t", "ls")])
+    result = run_episode(env, policy, INSTANCE)
+    assert (result.exit_reason, result.steps, len(result.trajectory.steps)) == ("time_limit", 1, 1)
+    assert "+x = 9" in result.patch
 
 
 class RecordingPolicy(ScriptedPolicy):

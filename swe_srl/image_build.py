@@ -1,0 +1,106 @@
+"""Build plumbing shared by the image layers: a docker build of a generated context, logged commands, file locks."""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from rich.console import Console
+
+from swe_srl import paths
+from swe_srl.engine import docker_client
+from swe_srl.errors import ImageBuildError
+
+LOG_TAIL_LINES = 40
+
+
+@contextmanager
+def file_lock(tag: str) -> Iterator[None]:
+    """Serialize builds of one tag across processes (another builder's result is then reused)."""
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in tag)
+    with open(paths.cache_dir("locks") / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def run_logged(cmd: list[str], what: str, console: Console | None, stdin: IO[bytes] | None = None) -> None:
+    """Run ``cmd`` showing its last output line as progress; ``ImageBuildError`` with the log tail on failure."""
+    console = console or Console(stderr=True)
+    tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
+    log = (
+        paths.cache_dir("logs")
+        / f"{what.split()[0]}-{what.split()[-1].replace('/', '_').replace(':', '_')}.log"
+    )
+    with console.status(what) as status, open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace")  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            tail.append(line.rstrip())
+            status.update(f"{what}: {line.strip()[:100]}")
+        code = proc.wait()
+    if code != 0:
+        body = "\n".join(tail)
+        raise ImageBuildError(f"{what} failed with exit code {code} (full log: {log}); last lines:\n{body}")
+
+
+def build_context(
+    tag: str,
+    dockerfile: str,
+    files: dict[str, bytes],
+    console: Console | None,
+    *,
+    context: Path | None = None,
+) -> None:
+    """``docker build`` of ``dockerfile`` + ``files`` (written into ``context`` or a temp dir) tagged ``tag``."""
+    if context is None:
+        with tempfile.TemporaryDirectory(prefix="swe-srl-build-") as tmp:
+            build_context(tag, dockerfile, files, console, context=Path(tmp))
+        return
+    for name, data in files.items():
+        (context / name).parent.mkdir(parents=True, exist_ok=True)
+        (context / name).write_bytes(data)
+    (context / "Dockerfile").write_text(dockerfile)
+    _docker_build(tag, context, console or Console(stderr=True))
+
+
+def _docker_build(tag: str, context: Path, console: Console) -> None:
+    import docker
+
+    tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
+    api = docker_client().api
+    error = None
+    with console.status(f"building {tag}") as status:
+        try:
+            stream = api.build(
+                path=str(context),
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                labels={"swe-srl.owner": "swe-srl"},
+            )
+            for chunk in stream:
+                text = str(chunk.get("stream") or chunk.get("status") or "").rstrip()
+                if "error" in chunk:
+                    error = str(chunk["error"]).strip()
+                    tail.append(error)
+                for line in text.splitlines():
+                    tail.append(line)
+                    status.update(f"building {tag}: {line.strip()[:100]}")
+        except docker.errors.APIError as exc:
+            error = str(exc)
+    if error:
+        body = "\n".join(tail)
+        raise ImageBuildError(f"building {tag} failed: {error}; last lines of the build log:\n{body}")
+    console.print(f"[green]built[/] {tag}")

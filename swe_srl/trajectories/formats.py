@@ -132,7 +132,7 @@ def _function_blocks(text: str) -> tuple[str, list[tuple[str, dict[str, Any], No
 def _bash_block(text: str) -> tuple[str, list[tuple[str, dict[str, Any], None]]]:
     blocks = [m for m in _FENCE.finditer(text) if m.group(1) in ("", "bash", "sh", "shell")]
     if len(blocks) != 1:
-        return text.strip(), []
+        return text.strip().removeprefix("THOUGHT:").strip(), []
     command = blocks[0].group(2)
     if command.strip().startswith(MINI_SUBMIT):
         return _strip_thought(text, blocks[0]), [("submit", {}, None)]

@@ -1,0 +1,141 @@
+"""Decomposition into SRL step samples, and the shared prompt format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from swe_srl.prompts import OBSERVATION_ELIDED, SYSTEM_PROMPT, build_messages, truncate_observation
+from swe_srl.trajectories.decompose import clean_steps, decompose, token_counter
+from swe_srl.trajectories.schema import Step, Trajectory
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trajectories"
+KEYS = {
+    "prompt",
+    "expert_action",
+    "expert_thought",
+    "instance_id",
+    "step",
+    "num_steps",
+    "trajectory_hash",
+    "split",
+    "oracle_files",
+}
+
+
+def traj(*actions: str, instance_id: str = "toy__calc-1", obs: str = "out") -> Trajectory:
+    steps = [Step(thought=f"why {i}", action=a, observation=f"{obs} {i}") for i, a in enumerate(actions)]
+    return Trajectory(instance_id=instance_id, problem="Fix add.", steps=steps)
+
+
+@pytest.mark.parametrize(
+    ("actions", "kept", "dropped"),
+    [
+        (["ls", "", "  \n "], ["ls"], {"empty": 2}),  # empty actions are not actions
+        (["# just a note\n# another", "ls"], ["ls"], {"comment": 1}),  # comment-only is not an action
+        (["ls # list", "cat a.py"], ["ls # list", "cat a.py"], {}),  # a trailing comment is fine
+        (
+            ["pytest tests/test_calc.py -q", "pytest tests/test_calc.py  -q"],
+            ["pytest tests/test_calc.py  -q"],
+            {"merged": 1},
+        ),  # near-identical consecutive: keep the later
+        (["pytest -q", "ls", "pytest -q"], ["pytest -q", "ls", "pytest -q"], {}),  # not consecutive: kept
+        (["cat a.py", "cat b.py"], ["cat a.py", "cat b.py"], {}),  # short, different: ratio 0.875 ≤ 0.9
+        (["submit"], ["submit"], {}),  # submit is a target (the paper trains on every action step)
+    ],
+)
+def test_clean_steps(actions: list[str], kept: list[str], dropped: dict[str, int]) -> None:
+    steps, counts = clean_steps(traj(*actions).steps)
+    assert [s.action for s in steps] == kept
+    assert dict(counts) == dropped
+
+
+def test_sample_k_holds_steps_before_k() -> None:
+    samples, stats = decompose([traj("ls", "cat calc.py", "submit")])
+    assert [s["step"] for s in samples] == [0, 1, 2] and all(set(s) == KEYS for s in samples)
+    last = samples[2]
+    assert last["expert_action"] == "submit" and last["expert_thought"] == "why 2" and last["num_steps"] == 3
+    assert [m["role"] for m in last["prompt"]] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert last["prompt"][0]["content"] == SYSTEM_PROMPT and "Fix add." in last["prompt"][1]["content"]
+    assert last["prompt"][4]["content"] == "```bash\ncat calc.py\n```"
+    assert last["prompt"][5]["content"] == "OBSERVATION:\nout 1"
+    assert samples[0]["split"] == "train" and samples[0]["oracle_files"] == []
+    assert len({s["trajectory_hash"] for s in samples}) == 1
+    assert (stats.trajectories, stats.steps, stats.samples) == (1, 3, 3)
+
+
+def test_splits_and_oracle_files() -> None:
+    trajs = [traj("ls", "submit"), traj("ls", instance_id="other__x-2"), traj("ls", instance_id="gone__y-3")]
+    splits = {"toy__calc-1": "test", "other__x-2": "train"}
+    oracle = {"toy__calc-1": {"calc.py": "def add(a, b):\n    return a - b\n"}}
+    samples, stats = decompose(trajs, splits=splits, oracle_files=oracle)
+    assert {s["instance_id"] for s in samples} == {"toy__calc-1"}
+    assert samples[0]["split"] == "test" and samples[0]["oracle_files"] == ["calc.py"]
+    assert (
+        '<file path="calc.py">\ndef add(a, b):\n    return a - b\n</file>'
+        in samples[0]["prompt"][1]["content"]
+    )
+    assert dict(stats.dropped_trajectories) == {"missing_oracle_files": 1, "unknown_instance": 1}
+
+
+def _word_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.train_from_iterator(
+        [SYSTEM_PROMPT, "ls cat submit OBSERVATION: word"],
+        trainers.WordLevelTrainer(special_tokens=["[UNK]"]),
+    )
+    return tokenizer
+
+
+def test_token_budget_elides_oldest_observations_first() -> None:
+    tokenizer = _word_tokenizer()
+    count = token_counter(tokenizer)
+    big = " ".join(["word"] * 100)
+    t = traj("ls", "cat a", "cat b", "submit", obs=big)
+    full = sum(count(m["content"]) for m in decompose([t])[0][-1]["prompt"])
+    samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=full - 150)
+    prompt = samples[-1]["prompt"]
+    observations = [m["content"] for m in prompt[3::2]]
+    assert observations[0] == observations[1] == f"OBSERVATION:\n{OBSERVATION_ELIDED}"  # oldest two elided
+    assert observations[2].endswith("word word 2")  # the last step is never elided
+    assert sum(count(m["content"]) for m in prompt) <= full - 150
+    assert "Fix add." in prompt[1]["content"]
+    # a budget below system + problem + last step cannot be met: the sample is dropped and counted
+    base = sum(count(m["content"]) for m in decompose([t])[0][0]["prompt"])
+    samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=base + 10)
+    assert stats.dropped_samples["over_budget"] == 3 and [s["step"] for s in samples] == [0]
+
+
+def test_build_messages_budget_keeps_last_observation_and_truncates() -> None:
+    history = [("ls", "a" * 100), ("cat x", "b" * 100)]
+    messages = build_messages("P", history, token_budget=1, count_tokens=len)
+    assert messages[3]["content"].endswith(OBSERVATION_ELIDED) and messages[5]["content"].endswith("b" * 100)
+    assert build_messages("P", [("ls", "")])[3]["content"] == "OBSERVATION:\n(no output)"
+    cut = truncate_observation("x" * 50 + "y" * 50, 20)
+    assert cut.startswith("x" * 10) and cut.endswith("y" * 10) and "[... 80 characters truncated ...]" in cut
+
+
+def test_deterministic_and_cli(tmp_path: Path) -> None:
+    from swe_srl.cli import app
+
+    out = tmp_path / "samples.jsonl"
+    sources = [str(FIXTURES / n) for n in ("openhands.json", "swe_smith.json", "toy__calc-2.traj.json")]
+    result = CliRunner().invoke(app, ["decompose", *sources, "-o", str(out), "--max-tokens", "4000"])
+    assert result.exit_code == 0, result.output
+    assert "trajectories used" in result.output and "wrote 11 samples" in result.output
+    first = out.read_text()
+    records = [json.loads(line) for line in first.splitlines()]
+    assert len(records) == 11 and records[-1]["expert_action"] == "submit"
+    CliRunner().invoke(app, ["decompose", *sources, "-o", str(out), "--max-tokens", "4000"])
+    assert out.read_text() == first
+    native = tmp_path / "native.jsonl"
+    result = CliRunner().invoke(
+        app, ["trajectories", "import", str(FIXTURES / "bad.jsonl"), "-o", str(native), "--skip-bad"]
+    )
+    assert result.exit_code == 0 and len(native.read_text().splitlines()) == 1

@@ -1,24 +1,26 @@
 """The effect layer, for real: run the policy's action in a sandbox restored to the expert state and compare.
 
 Same tree as the expert after its step → 1.0. Otherwise the instance's target tests (FAIL_TO_PASS + PASS_TO_PASS)
-are run and the score is the fraction whose outcome equals the outcome after the expert's action. Test outcomes
-are cached on disk by (instance, tree hash), and action results by (instance, state, action), so a repeated state
-never reruns tests. Modes: ``off`` (no sandbox), ``cached`` (default), ``full`` (recompute, refresh the cache).
+are run and the score is the fraction whose outcome equals the outcome after the expert's action; an action that
+leaves an edited ``.py`` file unparsable scores 0. Test outcomes are cached on disk by (instance, tree hash) and
+action results by (instance, state, action), so a repeated state never reruns tests. Modes: ``off`` (no sandbox),
+``cached`` (default), ``full`` (recompute everything, refresh the cache).
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from swe_srl.actions import is_submit
 from swe_srl.errors import ConfigError
 from swe_srl.paths import atomic_write_text, cache_dir
+from swe_srl.rewards.context import StepContext
+from swe_srl.rewards.syntax import check_python_files
 from swe_srl.tasks import Instance
 from swe_srl.trajectories.expert_state import ExpertState, expert_states, open_sandbox, restore, tree_hash
 from swe_srl.trajectories.schema import Trajectory
@@ -66,20 +68,64 @@ def agreement(tests: Mapping[str, str], expert: Mapping[str, str], targets: list
 
 
 class SandboxEffect:
-    """EffectEvaluator over Docker sandboxes. ``test_runs`` counts target-test runs this object started."""
+    """The ``EffectEvaluator`` over Docker sandboxes (call it with a ``StepContext``, or use :meth:`evaluate`).
+
+    Trajectories are found by ``trajectory_hash`` (register them with :meth:`add_trajectory`), instances by id in
+    ``instances`` or ``dataset``. ``test_runs`` / ``sandbox_starts`` count the work this object did; ``last`` is
+    the last :class:`EffectResult` (its ``python_ok`` is the post-execution syntax check).
+    """
 
     def __init__(
-        self, mode: str = "cached", *, repos_dir: Path | None = None, root: Path | None = None
+        self,
+        mode: str = "cached",
+        *,
+        trajectories: Iterable[Trajectory] = (),
+        instances: Iterable[Instance] | None = None,
+        dataset: str = "bundled",
+        repos_dir: Path | None = None,
+        root: Path | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"effect mode {mode!r}: choose one of {', '.join(MODES)}")
-        self.mode = mode
-        self.repos_dir = repos_dir
+        self.mode, self.dataset, self.repos_dir = mode, dataset, repos_dir
         self.root = root or cache_dir("effect")
+        self._instances = {i.instance_id: i for i in instances} if instances is not None else None
+        self._trajectories: dict[str, Trajectory] = {}
+        for traj in trajectories:
+            self.add_trajectory(traj)
         self.test_runs = 0
         self.sandbox_starts = 0
+        self.last: EffectResult | None = None
 
-    # ----------------------------------------------------------------- disk cache
+    def add_trajectory(self, traj: Trajectory) -> None:
+        """Register ``traj`` under its content hash, with the steps decomposition keeps (so sample steps match)."""
+        from swe_srl.trajectories.decompose import clean_steps
+
+        steps = clean_steps(traj.steps)[0]
+        self._trajectories[traj.content_hash()] = Trajectory(traj.instance_id, traj.problem, steps, traj.patch)
+
+    def _instance(self, instance_id: str) -> Instance:
+        if self._instances is None:
+            from swe_srl.tasks import load_instances
+
+            self._instances = {i.instance_id: i for i in load_instances(self.dataset)}
+        if instance_id not in self._instances:
+            raise ConfigError(f"effect: instance {instance_id!r} is not in dataset {self.dataset!r}")
+        return self._instances[instance_id]
+
+    def __call__(self, ctx: StepContext) -> float:
+        """The effect of ``ctx.action`` taken instead of expert step ``ctx.step`` of ``ctx.trajectory_hash``."""
+        if self.mode == "off":
+            raise ConfigError("effect mode 'off' computes no effect: pass effect=None, or choose cached/full")
+        if ctx.instance_id is None or ctx.trajectory_hash is None or ctx.step is None:
+            raise ConfigError("the effect layer needs instance_id, trajectory_hash and step (decompose adds them)")
+        traj = self._trajectories.get(ctx.trajectory_hash)
+        if traj is None:
+            raise ConfigError(f"effect: unknown trajectory_hash {ctx.trajectory_hash!r}; add_trajectory() it first")
+        self.last = self.evaluate(self._instance(ctx.instance_id), traj, ctx.step, ctx.action)
+        return self.last.value
+
+    # ----------------------------------------------------------------------------------------------- disk cache
     def _path(self, kind: str, *key: str) -> Path:
         digest = hashlib.sha256("\0".join(key).encode("utf-8", errors="surrogateescape")).hexdigest()[:24]
         return self.root / kind / f"{digest}.json"
@@ -93,11 +139,8 @@ class SandboxEffect:
     def _store(self, data: dict, kind: str, *key: str) -> None:
         atomic_write_text(self._path(kind, *key), json.dumps(data))
 
-    # ----------------------------------------------------------------- evaluation
+    # ----------------------------------------------------------------------------------------------- evaluation
     def _tests(self, sandbox, instance: Instance, tree: str) -> dict[str, str]:
-        cached = self._load("tests", instance.instance_id, tree)
-        if cached is not None:
-            return cached
         from swe_srl.grading import run_tests
 
         self.test_runs += 1
@@ -115,27 +158,18 @@ class SandboxEffect:
             restore(sandbox, state, step + 1)
             return self._tests(sandbox, instance, tree)
 
-    def _run_action(
-        self, instance: Instance, state: ExpertState, step: int, action: str
-    ) -> tuple[dict, object]:
-        """Run ``action`` from the state before ``step``; returns ({tree, python_ok, diff}, live sandbox)."""
+    def _run_action(self, instance: Instance, state: ExpertState, step: int, action: str):
+        """Run ``action`` from the state before ``step``; returns ({tree, python_ok}, the live sandbox)."""
         sandbox = open_sandbox(instance, repos_dir=self.repos_dir).start()
         self.sandbox_starts += 1
         try:
             restore(sandbox, state, step)
-            before = state.before(step)[0]
-            after = before
+            before = after = state.before(step)[0]
             if not is_submit(action):
                 sandbox.run(action)
                 after = sandbox.diff()
-            python_ok = True
-            for path in changed_python_files(before, after):
-                try:
-                    ast.parse(sandbox.read_file(f"/testbed/{path}"))
-                except FileNotFoundError:
-                    continue
-                except (SyntaxError, ValueError):
-                    python_ok = False
+            read = lambda path: sandbox.read_file(f"/testbed/{path}")  # noqa: E731
+            python_ok = not check_python_files(read, changed_python_files(before, after))
         except BaseException:
             sandbox.close()
             raise
@@ -146,24 +180,25 @@ class SandboxEffect:
         state = expert_states(traj, instance, repos_dir=self.repos_dir)
         if not 0 <= step < len(state.diffs):
             raise ConfigError(f"step {step} out of range for {traj.instance_id} ({len(state.diffs)} steps)")
-        pre = state.before(step)
-        action_key = (instance.instance_id, tree_hash(pre[0]), pre[1], action)
-        expert_tree = tree_hash(state.diffs[step])
+        pre_diff, pre_cwd = state.before(step)
+        action_key = (instance.instance_id, tree_hash(pre_diff), pre_cwd, action)
         hit = self._load("actions", *action_key)
         sandbox = None
         if hit is None:
             hit, sandbox = self._run_action(instance, state, step, action)
             self._store(hit, "actions", *action_key)
         try:
-            if hit["tree"] == expert_tree:
+            if hit["tree"] == tree_hash(state.diffs[step]):
                 return EffectResult(1.0, True, hit["python_ok"], hit["tree"], {}, cached=sandbox is None)
-            cached = self._load("tests", instance.instance_id, hit["tree"])
-            if cached is None and sandbox is None:  # action cached but its tests were not: rerun it once
-                hit, sandbox = self._run_action(instance, state, step, action)
-            tests = cached if cached is not None else self._tests(sandbox, instance, hit["tree"])
+            tests = self._load("tests", instance.instance_id, hit["tree"])
+            cached = tests is not None
+            if tests is None:
+                if sandbox is None:  # the action was cached but its tests were not: run it once more
+                    hit, sandbox = self._run_action(instance, state, step, action)
+                tests = self._tests(sandbox, instance, hit["tree"])
         finally:
             if sandbox is not None:
                 sandbox.close()
         expert = self._expert_tests(instance, state, step)
-        value = agreement(tests, expert, target_tests(instance))
-        return EffectResult(value, False, hit["python_ok"], hit["tree"], tests, cached=cached is not None)
+        value = agreement(tests, expert, target_tests(instance)) if hit["python_ok"] else 0.0
+        return EffectResult(value, False, hit["python_ok"], hit["tree"], tests, cached=cached)

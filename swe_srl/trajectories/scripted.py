@@ -21,6 +21,7 @@ from swe_srl.trajectories.schema import Step, Trajectory
 from swe_srl.trajectories.scripted_edits import Edit, apply_edits, edit_command, plan_edits
 
 SUBMIT = "submit"
+MAX_STEPS = 9
 _DEF = re.compile(r"\b(?:def|class)\s+([A-Za-z_]\w*)")
 _IDENT = re.compile(r"[A-Za-z_]\w{3,}")
 
@@ -72,11 +73,15 @@ class _Script:
         return self.sandbox.read_file(f"/testbed/{path}").decode("utf-8")
 
     def exists(self, path: str) -> bool:
-        return self.sandbox.run(f"test -f {shlex.quote(path)}").exit_code == 0
+        try:
+            self.sandbox.read_file(f"/testbed/{path}")
+        except FileNotFoundError:
+            return False
+        return True
 
-    def locate(self, symbol: str, is_def: bool, path: str) -> None:
+    def locate(self, symbol: str, is_def: bool, path: str, overview: bool) -> None:
         top = path.split("/")[0] if "/" in path else "."
-        if self.rng.random() < 0.35:
+        if overview:
             self.do("Let me get an overview of the repository layout first.", "ls")
         choices = [
             (
@@ -128,7 +133,7 @@ class _Script:
                 f"Let me check that `{target}` passes now.",
             ],
         }
-        flags = self.rng.choice(["-q", "-x -q", "-q -p no:cacheprovider"])
+        flags = self.rng.choice(["-q", "-x -q", "-q --tb=short"])
         self.do(self.rng.choice(thoughts[when]), f"python -m pytest {flags} {shlex.quote(target)}")
 
     def fix(self, edits: list[Edit]) -> None:
@@ -156,10 +161,12 @@ def script_trajectory(sandbox, instance: Instance, *, seed: int = 0) -> Trajecto
     if not edits:
         raise TaskError(f"{instance.instance_id}: gold patch has no edits to script")
     symbol, is_def = _symbol(instance, edits)
-    script.locate(symbol, is_def, edits[0].path)
+    spare = MAX_STEPS - (len(edits) + 4)  # locate, inspect, fix..., verify, submit are always there
+    overview, reproduce = rng.random() < 0.35, rng.random() < 0.8
+    script.locate(symbol, is_def, edits[0].path, overview=overview and spare >= 2)
     script.inspect(edits[0], symbol, is_def)
     target = _pytest_target(instance, script.exists)
-    if target and rng.random() < 0.8:
+    if target and reproduce and spare >= 1:
         script.run_tests(target, "before")
     script.fix(edits)
     if target:
@@ -188,24 +195,29 @@ def scripted_trajectories(
     instances: Iterable[Instance], *, seed: int = 0, repos_dir: Path | None = None, progress: bool = True
 ) -> list[Trajectory]:
     """One scripted trajectory per instance, run for real; only resolved ones are kept (others are reported)."""
+    from rich.console import Console
     from rich.progress import track
 
     from swe_srl.trajectories.expert_state import open_sandbox
 
     instances = list(instances)
+    console = Console(stderr=True)
     kept: list[Trajectory] = []
-    for instance in track(instances, description="scripted expert", disable=not progress):
+    for instance in track(instances, description="scripted expert", disable=not progress, console=console):
         try:
             with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
                 traj = script_trajectory(sandbox, instance, seed=seed)
                 traj.resolved = _resolved(sandbox, instance)
         except TaskError as exc:
-            print(f"skipped {instance.instance_id}: {exc}")
+            console.print(f"[yellow]skipped[/] {instance.instance_id}: {exc}", highlight=False)
             continue
         if traj.resolved:
             kept.append(traj)
         else:
-            print(f"dropped {instance.instance_id}: the scripted fix did not resolve the task")
+            console.print(
+                f"[yellow]dropped[/] {instance.instance_id}: the scripted fix did not resolve it",
+                highlight=False,
+            )
     return kept
 
 

@@ -74,7 +74,7 @@ def parser_for(repo: str) -> Parser:
 
 
 # Loaded with `pytest -p swe_srl_report`; writes one JSON line per test to $SWE_SRL_REPORT at session end.
-PYTEST_REPORT_PLUGIN = '''\
+PYTEST_REPORT_PLUGIN = """\
 import json, os
 _results = {}
 def pytest_runtest_logreport(report):
@@ -93,4 +93,4 @@ def pytest_sessionfinish(session):
     with open(os.environ["SWE_SRL_REPORT"], "w") as handle:
         for nodeid, status in _results.items():
             handle.write(json.dumps({"nodeid": nodeid, "status": status}) + "\\n")
-'''
+"""

@@ -140,7 +140,11 @@ def install_script(instance: Instance, spec: dict[str, Any]) -> str:
     """Bash for the instance image, run in /testbed: requirements files, pre_install, then the install command."""
     lines = ["set -euxo pipefail"]
     if spec.get("packages") == "requirements.txt":
-        table = import_swebench("harness.constants.python").MAP_REPO_TO_REQS_PATHS if "env" not in instance.extra else {}
+        table = (
+            import_swebench("harness.constants.python").MAP_REPO_TO_REQS_PATHS
+            if "env" not in instance.extra
+            else {}
+        )
         for path in table.get(instance.repo, []):
             lines.append(f"if [ -f {path} ]; then python -m pip install -r {path}; fi")
     lines += list(spec.get("pre_install", []))

@@ -24,7 +24,9 @@ def _test_list(value: Any, field_name: str, where: str) -> list[str]:
         except json.JSONDecodeError as exc:
             raise TaskError(f"{where}: field {field_name!r} is not a JSON list: {exc}") from None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TaskError(f"{where}: field {field_name!r} must be a list of test ids, got {type(value).__name__}")
+        raise TaskError(
+            f"{where}: field {field_name!r} must be a list of test ids, got {type(value).__name__}"
+        )
     return list(value)
 
 
@@ -54,7 +56,9 @@ class Instance:
             if name not in record:
                 raise TaskError(f"{where}: missing required field {name!r}")
             if not isinstance(record[name], str):
-                raise TaskError(f"{where}: field {name!r} must be a string, got {type(record[name]).__name__}")
+                raise TaskError(
+                    f"{where}: field {name!r} must be a string, got {type(record[name]).__name__}"
+                )
         if not record["instance_id"].strip():
             raise TaskError(f"{where}: field 'instance_id' is empty")
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
@@ -130,12 +134,16 @@ def load_hf(dataset_id: str, split: str = "test") -> list[Instance]:
     try:
         from datasets import load_dataset
     except ImportError:
-        raise TaskError(f"{dataset_id}: loading a HF dataset needs `pip install swe-srl[train]` (datasets)") from None
+        raise TaskError(
+            f"{dataset_id}: loading a HF dataset needs `pip install swe-srl[train]` (datasets)"
+        ) from None
     try:
         rows = load_dataset(dataset_id, split=split)
     except Exception as exc:  # datasets raises many unrelated types (network, missing split, auth)
         raise TaskError(f"cannot load HF dataset {dataset_id!r} split {split!r}: {exc}") from exc
-    return [Instance.from_record(dict(row), f"{dataset_id}[{split}]:row {n}") for n, row in enumerate(rows, 1)]
+    return [
+        Instance.from_record(dict(row), f"{dataset_id}[{split}]:row {n}") for n, row in enumerate(rows, 1)
+    ]
 
 
 def load_instances(dataset: str, *, split: str | None = None) -> list[Instance]:
@@ -171,6 +179,8 @@ def select_instances(instances: list[Instance], ids: list[str] | None) -> list[I
     known = {i.instance_id for i in instances}
     missing = [i for i in ids if i not in known]
     if missing:
-        raise TaskError(f"unknown instance id(s) {', '.join(missing)}; the dataset has {len(known)} instances")
+        raise TaskError(
+            f"unknown instance id(s) {', '.join(missing)}; the dataset has {len(known)} instances"
+        )
     wanted = set(ids)
     return [i for i in instances if i.instance_id in wanted]

@@ -117,12 +117,28 @@ def split_flags(name: str, args: tuple[str, ...] | list[str]) -> tuple[frozenset
             if not value and i + 1 < len(args):
                 value, i = args[i + 1], i + 1
             flags.add(f"{key}={value}")
-        elif arg[1:].isalpha() and name not in ("find", "python", "java"):
-            flags.update(_ALIASES.get(f"-{ch}", f"-{ch}") for ch in arg[1:])
+        elif arg[1:].isalnum() and name not in ("find", "python", "java"):
+            i = _cluster(arg, args, i, takes_value, flags)
         else:
             flags.add(_ALIASES.get(arg, arg))
         i += 1
     return frozenset(f for f in flags if f.partition("=")[0] not in _IGNORED_FLAGS), positional
+
+
+def _cluster(
+    arg: str, args: tuple[str, ...] | list[str], i: int, takes_value: set[str], flags: set[str]
+) -> int:
+    """``-rnA3`` / ``-rnA 3`` → -r, -n, -A=3; returns the index of the last argument consumed."""
+    for pos, ch in enumerate(arg[1:], start=1):
+        key = _ALIASES.get(f"-{ch}", f"-{ch}")
+        if key in takes_value:
+            value = arg[pos + 1 :]
+            if not value and i + 1 < len(args):
+                value, i = args[i + 1], i + 1
+            flags.add(f"{key}={value}")
+            return i
+        flags.add(key)
+    return i
 
 
 def _search(name: str, args: tuple[str, ...]) -> Unit:

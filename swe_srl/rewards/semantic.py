@@ -11,7 +11,7 @@ weigh 0.2), times 0.9 when the pairs are out of order. Per-pair rules by family:
 * **edit** — sed -i / editor str_replace / create / insert / heredoc and echo writes: the target file gates the
   score (another file keeps at most 0.3 × path similarity), then 0.4 old text + 0.6 new text (Python compared by
   ``ast.dump``; sed patterns read as literals when they are); another edit kind costs 0.2.
-* **test** — pytest ≈ python -m pytest ≈ tox ≈ unittest: target accuracy (file 0.5, then class/function ids),
+* **test** — pytest ≈ python -m pytest ≈ tox ≈ unittest: target accuracy (file 0.5, class/function ids 0.5),
   ``-k`` expression; flags 0.1.
 * **python** — inline code by ``ast.dump`` similarity; **other** — name, flags, then positional arguments.
 
@@ -87,7 +87,7 @@ def path_sim(a: str, b: str) -> float:
     db, _, fb = b.rpartition("/")
     if fa == fb:
         return 0.5 + 0.3 * text_ratio(da, db)
-    return 0.4 * text_ratio(a, b)
+    return 0.25 * (1.0 if da == db else text_ratio(da, db))
 
 
 def soft_set(a: Sequence[str], b: Sequence[str], sim: Callable[[str, str], float]) -> float:
@@ -144,18 +144,22 @@ def _edit_sim(a: Edit, b: Edit, fuzzy: bool) -> float:
     return gate * (1.0 if a.kind == b.kind else 0.8) * content
 
 
-def _test_target(target: str) -> list[str]:
+def _test_target(target: str) -> tuple[str, list[str]]:
+    """``tests/test_x.py::C::f`` or dotted ``tests.test_x.C.f`` → (file path without .py, [C, f])."""
     path, _, rest = target.partition("::")
-    if "/" not in path and not path.endswith(".py") and not rest:  # dotted id: pkg.tests.test_x.Class.method
-        return target.split(".")
-    return [*path.removesuffix(".py").split("/"), *(p for p in rest.split("::") if p)]
+    if "/" not in path and not path.endswith(".py") and not rest:
+        parts = target.split(".")
+        split = next((k for k, p in enumerate(parts) if p[:1].isupper()), len(parts))
+        return "/".join(parts[:split]), parts[split:]
+    return path.removesuffix(".py"), [p for p in rest.split("::") if p]
 
 
 def _target_sim(a: str, b: str) -> float:
-    pa, pb = _test_target(a), _test_target(b)
-    if pa == pb:
-        return 1.0
-    return text_ratio("\x00".join(pa), "\x00".join(pb))
+    """0.5 file (path similarity), 0.5 test ids: equal ids 1, a whole file vs a test in it 0.5."""
+    (fa, ida), (fb, idb) = _test_target(a), _test_target(b)
+    whole_file = not ida or not idb
+    ids = (1.0 if ida == idb else 0.5) if whole_file else text_ratio("::".join(ida), "::".join(idb))
+    return 0.5 * path_sim(fa, fb) + 0.5 * ids * (1.0 if fa == fb else 0.5)
 
 
 def _pair(a: Unit, b: Unit, fuzzy: bool) -> float:
@@ -170,7 +174,7 @@ def _pair(a: Unit, b: Unit, fuzzy: bool) -> float:
         preds = soft_set(sorted(a.flags), sorted(b.flags), lambda x, y: _text_sim(x, y, fuzzy))
         return 0.4 * _paths(a, b) + 0.6 * preds
     if family == "view":
-        return 0.75 * _paths(a, b) + 0.25 * _span_sim(a.span, b.span)
+        return _paths(a, b) * (0.75 + 0.25 * _span_sim(a.span, b.span))
     if family == "list":
         return 0.7 * _paths(a, b) + 0.3 * jaccard(a.flags, b.flags)
     if family == "edit" and a.edit is not None and b.edit is not None:

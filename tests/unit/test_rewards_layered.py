@@ -1,0 +1,152 @@
+"""score_output (format, srl, layered, effect), SRLReward (TRL adapter) and the `swe-srl reward` CLI."""
+
+import json
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from swe_srl.errors import ConfigError
+from swe_srl.rewards import SRLReward, StepContext, score_output
+
+GREP = "grep -rn 'def parse' src/pkg/"
+
+
+def out(action: str, thought: str = "look for the parser") -> str:
+    return f"<think>{thought}</think>\n{action}"
+
+
+# (completion, expert, mode, expected total)
+CASES = [
+    (out(GREP), GREP, "layered", 1.0),  # identical action → 1 (effect off: weights renormalized)
+    (out(GREP), GREP, "srl", 1.0),  # identical action → 1 in the paper's mode
+    (out(f"```bash\n{GREP}\n```"), GREP, "layered", 1.0),  # fenced action is the same action
+    (GREP, GREP, "layered", -1.0),  # missing think block
+    ("<think>x", GREP, "layered", -1.0),  # unclosed think block
+    (out("```bash\nls\n```\n```bash\nls\n```"), GREP, "layered", -1.0),  # two action blocks
+    (out(""), GREP, "srl", -1.0),  # empty action
+    (out('echo "unterminated'), 'echo "unterminated', "layered", 0.625),  # syntax 0, semantic 1 → 0.5/0.8
+]
+
+
+@pytest.mark.parametrize(("completion", "expert", "mode", "expected"), CASES)
+def test_score_output_cases(completion: str, expert: str, mode: str, expected: float) -> None:
+    assert score_output(completion, expert, mode=mode).total == pytest.approx(expected)
+
+
+def test_format_error_names_the_rule() -> None:
+    result = score_output(out("```bash\nls\n```\n```bash\nls\n```"), "ls")
+    assert result.format_error is not None and result.format_error.startswith("multiple_actions")
+    assert result.components["format"] == 0.0
+
+
+def test_effect_layer_weights() -> None:
+    seen: list[StepContext] = []
+
+    def effect(ctx: StepContext) -> float:
+        seen.append(ctx)
+        return 0.5
+
+    result = score_output(out(GREP), GREP, effect=effect, instance_id="a__b-1", trajectory_hash="h", step=3)
+    assert result.components["effect"] == 0.5
+    assert result.total == pytest.approx(
+        0.3 + 0.5 + 0.2 * 0.5
+    )  # exactly 0.3·syntax + 0.5·semantic + 0.2·effect
+    assert (seen[0].instance_id, seen[0].trajectory_hash, seen[0].step, seen[0].action) == (
+        "a__b-1",
+        "h",
+        3,
+        GREP,
+    )
+    assert score_output(out(GREP), GREP, effect=0.0).total == pytest.approx(
+        0.8
+    )  # a precomputed value works too
+    assert (
+        "effect" not in score_output(out(GREP), GREP, mode="srl", effect=effect).components
+    )  # srl never runs it
+
+
+def test_weights_and_bad_options() -> None:
+    result = score_output(out('echo "x'), 'echo "x', weights={"syntax": 1.0, "semantic": 1.0})
+    assert result.total == pytest.approx(0.5)
+    with pytest.raises(ConfigError, match="sytax"):
+        score_output(out("ls"), "ls", weights={"sytax": 1.0})
+    with pytest.raises(ConfigError, match="outcome"):
+        score_output(out("ls"), "ls", mode="outcome")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="effect evaluator"):
+        SRLReward(effect_mode="cached")
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "x" * 1_000_000,  # huge (1 MB) action
+        "grep -rn '" + "(" * 100_000 + "' .",  # deeply nested garbage inside quotes
+        "python -c '" + "(" * 5000 + "'",  # inline Python too deep for the parser
+        "grep -rn 'naïve café 日本語 🚀' src/ && echo '\udcff'",  # unicode and a lone surrogate
+        "\n\n\t ",  # whitespace only (a format error)
+    ],
+    ids=["huge", "nested-quotes", "deep-python", "unicode", "blank"],
+)
+def test_extreme_actions_do_not_crash(action: str) -> None:
+    result = score_output(out(action), GREP)
+    assert -1.0 <= result.total <= 1.0
+    assert score_output(out(GREP), action).total <= 1.0  # also as the expert side
+
+
+def test_srl_reward_matches_score_output_and_pickles() -> None:
+    reward = SRLReward(mode="layered")
+    assert reward.__name__ == "srl_layered" and SRLReward(mode="srl").__name__ == "srl_srl"
+    clone = pickle.loads(pickle.dumps(reward))
+    completions = [out(GREP), [{"role": "assistant", "content": out("rg 'def parse' src/pkg")}], "no think"]
+    experts = [GREP] * 3
+    logged: dict[str, float] = {}
+    extra: dict[str, list] = {}
+    totals = clone(
+        prompts=["p"] * 3,
+        completions=completions,
+        expert_action=experts,
+        completion_ids=[[1]] * 3,
+        trainer_state=None,
+        instance_id=["i"] * 3,
+        log_metric=logged.__setitem__,
+        log_extra=extra.__setitem__,
+    )
+    texts = [completions[0], completions[1][0]["content"], completions[2]]
+    assert totals == [score_output(t, e).total for t, e in zip(texts, experts, strict=True)]
+    assert totals[2] == -1.0 and len(clone.last_components) == 3
+    assert logged["srl_layered/semantic"] == pytest.approx(
+        sum(c["semantic"] for c in clone.last_components) / 3
+    )
+    assert extra["srl_layered_format_error"][2].startswith("missing_think")
+
+
+def test_cli_reward_json_and_table() -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "swe_srl.cli",
+        "reward",
+        "--expert",
+        GREP,
+        "--action",
+        "rg 'def parse' src/pkg",
+    ]
+    proc = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=60, check=True)
+    record = json.loads(proc.stdout)
+    assert record["components"]["syntax"] == 1.0 and 0.85 < record["components"]["semantic"] < 1.0
+    assert record["action_type"] == "location" and record["format_error"] is None
+    from typer.testing import CliRunner
+
+    from swe_srl.cli import app
+
+    runner = CliRunner()
+    table = runner.invoke(app, cmd[3:])
+    assert table.exit_code == 0 and "semantic" in table.output and "total" in table.output
+    srl = runner.invoke(app, [*cmd[3:-2], "--action", "<think>x</think>\nls", "--mode", "srl", "--json"])
+    assert json.loads(srl.output)["components"] == {"format": 1.0, "similarity": pytest.approx(0.0, abs=0.2)}
+    no_think = runner.invoke(app, [*cmd[3:-2], "--action", "ls</think>", "--json"])
+    assert json.loads(no_think.output)["total"] == -1.0
+    missing = runner.invoke(app, [*cmd[3:-2], "--action", "@/nonexistent/file"])
+    assert missing.exit_code == 2 and "nonexistent" in missing.output

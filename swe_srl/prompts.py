@@ -97,7 +97,7 @@ def build_messages(
         messages.append({"role": "assistant", "content": format_action(action)})
         messages.append({"role": "user", "content": format_observation(observation, observation_chars)})
     if token_budget is not None:
-        _elide_to_budget(messages, token_budget, count_tokens or approx_tokens)
+        elide_to_budget(messages, token_budget, count_tokens or approx_tokens)
     return messages
 
 
@@ -106,7 +106,8 @@ def messages_tokens(messages: Sequence[Mapping[str, str]], count_tokens: Callabl
     return sum(count_tokens(m["content"]) for m in messages)
 
 
-def _elide_to_budget(messages: list[dict[str, str]], budget: int, count_tokens: Callable[[str], int]) -> None:
+def elide_to_budget(messages: list[dict[str, str]], budget: int, count_tokens: Callable[[str], int]) -> None:
+    """Replace the oldest observations (never the last one) by ``[observation elided]`` until the prompt fits."""
     counts = [count_tokens(m["content"]) for m in messages]
     total = sum(counts)
     if total <= budget:

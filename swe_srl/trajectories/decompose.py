@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from swe_srl.prompts import build_messages, messages_tokens
+from swe_srl.prompts import (
+    approx_tokens,
+    build_messages,
+    elide_to_budget,
+    format_action,
+    format_observation,
+    messages_tokens,
+)
 from swe_srl.trajectories.schema import Step, Trajectory
 
 
@@ -211,21 +218,16 @@ def _samples(
     max_tokens: int | None,
     count: Callable[[str], int] | None,
 ) -> Iterable[dict[str, Any] | None]:
-    from swe_srl.prompts import approx_tokens
-
     counter = count or approx_tokens
     traj_hash = traj.content_hash()
-    history: list[tuple[str, str]] = []
+    # Same messages as prompts.build_messages, built incrementally so samples share the formatted strings.
+    base = build_messages(traj.problem, [], oracle_files=files or None, observation_chars=observation_chars)
     for index, step in enumerate(steps):
-        messages = build_messages(
-            traj.problem,
-            history,
-            oracle_files=files or None,
-            observation_chars=observation_chars,
-            token_budget=max_tokens,
-            count_tokens=counter,
-        )
-        history.append((step.action, step.observation))
+        messages = [dict(m) for m in base]
+        if max_tokens is not None:
+            elide_to_budget(messages, max_tokens, counter)
+        base.append({"role": "assistant", "content": format_action(step.action)})
+        base.append({"role": "user", "content": format_observation(step.observation, observation_chars)})
         if max_tokens is not None and messages_tokens(messages, counter) > max_tokens:
             yield None
             continue

@@ -64,6 +64,8 @@ def test_sample_k_holds_steps_before_k() -> None:
     assert last["prompt"][5]["content"] == "OBSERVATION:\nout 1"
     assert samples[0]["split"] == "train" and samples[0]["oracle_files"] == []
     assert len({s["trajectory_hash"] for s in samples}) == 1
+    # the prompt is exactly what the evaluation loop builds with prompts.build_messages
+    assert last["prompt"] == build_messages("Fix add.", [("ls", "out 0"), ("cat calc.py", "out 1")])
     assert (stats.trajectories, stats.steps, stats.samples) == (1, 3, 3)
 
 

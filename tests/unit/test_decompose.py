@@ -141,3 +141,29 @@ def test_deterministic_and_cli(tmp_path: Path) -> None:
         app, ["trajectories", "import", str(FIXTURES / "bad.jsonl"), "-o", str(native), "--skip-bad"]
     )
     assert result.exit_code == 0 and len(native.read_text().splitlines()) == 1
+
+
+def test_oracle_contents_from_a_local_clone(tmp_path: Path) -> None:
+    import subprocess
+
+    from swe_srl.tasks import Instance
+    from swe_srl.trajectories.oracle import oracle_contents
+
+    repo = tmp_path / "toy__calc"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    (repo / "calc.py").write_text("changed later\n")  # the working tree is not what is read
+    patch = (
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+        "-    return a - b\n+    return a + b\n"
+    )
+    instance = Instance("toy__calc-1", "toy/calc", commit, patch, "", "Fix add.")
+    contents = oracle_contents([instance], tmp_path)
+    assert contents == {"toy__calc-1": {"calc.py": "def add(a, b):\n    return a - b\n"}}

@@ -224,7 +224,8 @@ class DockerSandbox:
             keep.append(str(self._session.pid))
         try:
             assert self._control is not None
-            self._control.command(f"__swesrl_kill {' '.join(keep)}", 4096, time.monotonic() + 10)
+            abort = f"kill -USR1 {self._session.pid} 2>/dev/null; " if keep_session and self._session else ""
+            self._control.command(f"{abort}__swesrl_kill {' '.join(keep)}", 4096, time.monotonic() + 10)
         except (ShellEOF, ShellExpired, AssertionError):
             raise ContainerDied(self._death_report("while killing a timed-out command")) from None
 

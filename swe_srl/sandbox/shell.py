@@ -1,9 +1,11 @@
 """A persistent bash process inside a container, spoken to over a pipe (``docker exec -i CID bash``).
 
-A command is sent as one line: ``eval $'<command>' </dev/null 2>&1`` followed by a ``printf`` of a sentinel unique
-to the session and the command (``__SWESRL_<token>_<n>__ <exit code> <oom kills> <cwd>``). The output is read
+A command is sent as one line: ``__swesrl_run $'<command>' </dev/null 2>&1`` (a function that ``eval``s it, so
+a ``USR1`` trap doing ``return 124`` can abort the rest of a timed-out command) followed by a ``printf`` of a
+sentinel unique to the session and the command (``__SWESRL_<token>_<n>__ <exit code> <oom kills> <cwd>``). The output is read
 incrementally: at most ``limit`` bytes are kept (head + tail, cut in the middle), so megabytes of output cost no
-memory. Stdin of every command is /dev/null, so ``python``, ``cat``, ``less`` and ``vi`` see EOF instead of waiting.
+memory. Caveat of the function: a top-level ``declare``/``typeset`` is local to the command (use ``export`` or plain
+assignments, which persist). Stdin of every command is /dev/null, so ``python``, ``cat``, ``less`` and ``vi`` see EOF instead of waiting.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ WINDOW = 8192
 # Shell functions defined in every session/control shell. Builtins only: they must work when the pids limit is hit.
 PRELUDE = r"""
 __swesrl_oom() { __swesrl_o=0; local k v f; for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do [ -r "$f" ] || continue; while read -r k v; do [ "$k" = oom_kill ] && __swesrl_o=$v; done < "$f"; break; done; }
+for __swesrl_e in vi vim view nano emacs pico joe mcedit; do eval "$__swesrl_e() { echo \"swe-srl: '$__swesrl_e' is a full-screen editor and cannot run without a terminal; edit files with sed, a heredoc, python or str_replace_editor\" >&2; return 1; }"; done
+trap 'return 124' USR1
+__swesrl_run() { eval "$1"; }
 __swesrl_kill() { local keep=" 1 $$ $* " d p i n; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep" in *" $p "*) ;; *) kill -9 "$p" 2>/dev/null && n=$((n+1));; esac; done; [ $n = 0 ] && break; done; }
 """
 
@@ -140,7 +145,7 @@ class Shell:
         self.count += 1
         marker = f"__SWESRL_{self.token}_{self.count}__"
         line = (
-            f"eval {ansi_c_quote(text)} < /dev/null 2>&1; __swesrl_rc=$?; __swesrl_o=0; "
+            f"__swesrl_run {ansi_c_quote(text)} < /dev/null 2>&1; __swesrl_rc=$?; __swesrl_o=0; "
             f"[ $__swesrl_rc -ge 128 ] && __swesrl_oom; "
             f'printf \'\\n%s %s %s %s\\n\' {marker} "$__swesrl_rc" "$__swesrl_o" "$PWD"\n'
         )

@@ -156,7 +156,12 @@ def _one_step(env: EpisodeEnv, policy: Policy, ep: _Episode, config: AgentConfig
 
 
 def _final_patch(env: EpisodeEnv, instance: Instance) -> str:
-    return clean_patch(env.sandbox.diff(), patch_paths(instance.test_patch))
+    """The submission: the repo's diff against base without test files (grading's rule) and build junk."""
+    from swe_srl.grading import is_test_file
+
+    diff = env.sandbox.diff()
+    tests = patch_paths(instance.test_patch) | {p for p in patch_paths(diff) if is_test_file(p, instance)}
+    return clean_patch(diff, tests)
 
 
 def run_episode(

@@ -140,7 +140,10 @@ def test_junk_and_test_files_stay_out_of_the_patch(env: LocalEnv) -> None:
     junk = (
         "mkdir -p __pycache__ pkg.egg-info build && touch __pycache__/x.pyc pkg.egg-info/PKG-INFO build/lib"
     )
-    actions = [junk, "echo t = 3 > test_x.py && echo y = 1 > y.py && echo x = 5 > x.py", "submit"]
+    edits = (
+        "echo t = 3 > test_x.py && echo y = 1 > y.py && echo x = 5 > x.py && mkdir tests && touch tests/a.py"
+    )
+    actions = [junk, edits, "submit"]
     result = run_episode(env, ScriptedPolicy([format_output("t", a) for a in actions]), INSTANCE)
     assert patch_paths(result.patch) == {"x.py", "y.py"}
 

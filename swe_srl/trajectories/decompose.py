@@ -135,7 +135,7 @@ def load_tokenizer(name_or_path: str) -> Any:
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(name_or_path)
-    except (OSError, ValueError, ImportError) as exc:
+    except Exception as exc:  # tokenizers raises a bare Exception for a missing file; transformers many types
         raise ConfigError(
             f"cannot load tokenizer {name_or_path!r} ({exc}); pass a HF name, a directory or a tokenizer.json"
         ) from exc

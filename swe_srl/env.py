@@ -67,7 +67,7 @@ def format_observation(result: ExecResult, limits: Limits) -> str:
     text = result.output.rstrip("\n")
     if result.oom_killed:
         text += f"\n[the command was killed: out of memory (limit {limits.memory})]"
-    if result.timed_out:
+    if result.timed_out and "timed out" not in text[-200:]:
         text += "\n[the command timed out and was killed]"
     if result.session_restarted:
         text += "\n[the shell session ended and was restarted: cwd and variables were reset]"
@@ -125,6 +125,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         self._deadline = 0.0
         self._patch = ""
         self._done = False
+        self._pristine = False  # nothing ran in the sandbox yet: a reset on the same instance reuses it
         self._effect_eval: Any = None
 
     @property
@@ -142,19 +143,23 @@ class SWEEnv(gymnasium.Env[str, str]):
             raise ConfigError(
                 f"reset options {sorted(unknown)} are unknown; use instance_id, trajectory, step"
             )
-        self.close()
-        instances = self._load_instances()
-        instance = self._pick_instance(instances, options.get("instance_id"))
+        instance = self._pick_instance(self._load_instances(), options.get("instance_id"))
         trajectory, step = options.get("trajectory"), int(options.get("step", 0))
         if self.reward_mode != "outcome" and trajectory is None:
             raise ConfigError(f"reward_mode={self.reward_mode!r} needs reset options trajectory=… and step=…")
         if trajectory is not None and not 0 <= step < max(len(trajectory.steps), 1):
             raise ConfigError(f"step={step} is outside trajectory of {len(trajectory.steps)} steps")
+        if not (self._pristine and instance is self.instance and step == 0):
+            self.close()
+            self.sandbox = self._start_sandbox(instance)
+            self._pristine = True
+        elif hasattr(self.sandbox, "restart_clock"):
+            self.sandbox.restart_clock()  # a container nothing ran in is reused as is
         self.instance, self._trajectory, self._expert_step = instance, trajectory, step
-        self.sandbox = self._start_sandbox(instance)
         try:
             oracle = self._read_oracle_files(instance) if self.use_oracle_files else {}
             if trajectory is not None and step > 0:
+                self._pristine = False
                 self._restore(trajectory, instance, step)
             self._patch = self.sandbox.diff() if step > 0 else ""
         except BaseException:
@@ -170,6 +175,7 @@ class SWEEnv(gymnasium.Env[str, str]):
     def close(self) -> None:
         """Remove the episode's container (idempotent)."""
         sandbox, self.sandbox = self.sandbox, None
+        self._pristine = False
         if sandbox is not None:
             sandbox.close()
         self._done = True
@@ -194,6 +200,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         try:
             if is_submit(parsed.action):
                 return self._submit(action, info)
+            self._pristine = False
             result = self._guarded(self.sandbox.run, parsed.action, self._command_timeout())
             self._patch = info["patch"] = self._guarded(self.sandbox.diff)
         except SandboxTimeout as exc:

@@ -75,7 +75,7 @@ def replay_cmd(
     console = Console()
     for trajectory in _trajectory(traj, index, instance_id):
         rows = replay(trajectory, _instance(dataset, trajectory.instance_id), repos_dir=repos_dir)
-        console.print(render_table(trajectory, rows))
+        console.print(render_table(trajectory, rows, width=console.width))
 
 
 def shell_cmd(

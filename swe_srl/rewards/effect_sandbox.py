@@ -44,6 +44,8 @@ class EffectResult:
 def diff_sections(diff: str) -> dict[str, str]:
     """Per-file sections of a ``git diff`` keyed by the new path."""
     matches = list(_FILE_HEADER.finditer(diff))
+    if not matches:
+        return {}
     ends = [m.start() for m in matches[1:]] + [len(diff)]
     return {m.group(2): diff[m.start() : end] for m, end in zip(matches, ends, strict=True)}
 
@@ -102,7 +104,9 @@ class SandboxEffect:
         from swe_srl.trajectories.decompose import clean_steps
 
         steps = clean_steps(traj.steps)[0]
-        self._trajectories[traj.content_hash()] = Trajectory(traj.instance_id, traj.problem, steps, traj.patch)
+        self._trajectories[traj.content_hash()] = Trajectory(
+            traj.instance_id, traj.problem, steps, traj.patch
+        )
 
     def _instance(self, instance_id: str) -> Instance:
         if self._instances is None:
@@ -118,10 +122,14 @@ class SandboxEffect:
         if self.mode == "off":
             raise ConfigError("effect mode 'off' computes no effect: pass effect=None, or choose cached/full")
         if ctx.instance_id is None or ctx.trajectory_hash is None or ctx.step is None:
-            raise ConfigError("the effect layer needs instance_id, trajectory_hash and step (decompose adds them)")
+            raise ConfigError(
+                "the effect layer needs instance_id, trajectory_hash and step (decompose adds them)"
+            )
         traj = self._trajectories.get(ctx.trajectory_hash)
         if traj is None:
-            raise ConfigError(f"effect: unknown trajectory_hash {ctx.trajectory_hash!r}; add_trajectory() it first")
+            raise ConfigError(
+                f"effect: unknown trajectory_hash {ctx.trajectory_hash!r}; add_trajectory() it first"
+            )
         self.last = self.evaluate(self._instance(ctx.instance_id), traj, ctx.step, ctx.action)
         return self.last.value
 

@@ -98,19 +98,22 @@ def shorten(action: str, width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def render_table(traj: Trajectory, rows: list[ReplayRow]):
-    """A rich table of replayed rows."""
+def render_table(traj: Trajectory, rows: list[ReplayRow], width: int = 100):
+    """A rich table of replayed rows fitting ``width`` columns (the action is cut with an ellipsis)."""
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"replay of {traj.instance_id} ({traj.source}, {len(traj.steps)} steps)")
-    for name in ("step", "action", "exit", "total", "syntax", "semantic", "similarity", "obs match"):
-        table.add_column(name, justify="left" if name == "action" else "right")
-    marks = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}
+    table.add_column("#", justify="right", no_wrap=True, min_width=2)
+    table.add_column("action", no_wrap=True, overflow="ellipsis", max_width=max(16, width - 57))
+    for name in ("exit", "tot", "syn", "sem", "sim", "obs"):  # reward total, syntax, semantic, similarity
+        table.add_column(name, justify="right", no_wrap=True, min_width=4)
+    marks = {True: "[green]ok[/]", False: "[red]diff[/]", None: "-"}
     for row in rows:
         r = row.rewards
         table.add_row(
             str(row.step),
-            shorten(row.action),
+            Text(shorten(row.action)),
             "-" if row.exit_code is None else str(row.exit_code),
             *(f"{r[k]:.2f}" if k in r else "-" for k in ("total", "syntax", "semantic", "similarity")),
             marks[row.match],

@@ -185,10 +185,9 @@ def script_trajectory(sandbox, instance: Instance, *, seed: int = 0) -> Trajecto
 
 
 def _resolved(sandbox, instance: Instance) -> bool:
-    from swe_srl.grading import run_tests
+    from swe_srl.grading import run_tests, verdict
 
-    outcomes = run_tests(sandbox, instance)
-    return all(outcomes.get(t) == "PASSED" for t in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS])
+    return verdict(instance, run_tests(sandbox, instance)) == "resolved"
 
 
 def scripted_trajectories(

@@ -6,6 +6,7 @@ file, :func:`edit_command` renders one edit as a bash command line. The scripted
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ from unidiff import PatchSet
 from swe_srl.errors import TaskError
 
 WORKDIR = "/testbed"
+_DEF_LINE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+\w+")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,15 @@ def _smallest_unique(lines: list[tuple[str, str]], content: str) -> tuple[str, s
     raise TaskError(f"hunk old text is not unique in the file even with all context: {old[:80]!r}")
 
 
+def _enclosing(content: str, line: int) -> str:
+    """The nearest ``def``/``class`` line at or above 1-based ``line`` (stripped), or ``""``."""
+    lines = content.split("\n")[:line]
+    for text in reversed(lines):
+        if _DEF_LINE.match(text):
+            return text.strip()
+    return ""
+
+
 def _trim_newline(old: str, new: str) -> tuple[str, str]:
     if old.endswith("\n") and new.endswith("\n"):
         return old[:-1], new[:-1]
@@ -93,9 +104,10 @@ def plan_edits(patch: str, read) -> list[Edit]:
             lines = [(line.line_type, line.value) for line in hunk if line.line_type in " +-"]
             old, new = _smallest_unique(lines, content)
             line = content[: content.index(old)].count("\n") + 1
+            header = _enclosing(content, line + old.count("\n") - 1) or hunk.section_header.strip()
             content = content.replace(old, new, 1)
             old, new = _trim_newline(old, new)
-            edits.append(Edit(path, old, new, line=line, header=hunk.section_header.strip()))
+            edits.append(Edit(path, old, new, line=line, header=header))
     return edits
 
 

@@ -8,11 +8,7 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def expert():
-    from swe_srl.engine import engine_answers
-
-    if not engine_answers():
-        pytest.skip("no Docker engine answers")
+def expert(docker_engine):
     from swe_srl.tasks import load_instances
     from swe_srl.trajectories.scripted import default_trajectories
 

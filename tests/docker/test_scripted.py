@@ -8,14 +8,6 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def docker_engine() -> None:
-    from swe_srl.engine import engine_answers
-
-    if not engine_answers():
-        pytest.skip("no Docker engine answers")
-
-
-@pytest.fixture(scope="module")
 def scripted(docker_engine):
     from swe_srl.tasks import load_instances
     from swe_srl.trajectories.scripted import default_trajectories

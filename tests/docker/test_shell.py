@@ -11,11 +11,7 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def instance_id() -> str:
-    from swe_srl.engine import engine_answers
-
-    if not engine_answers():
-        pytest.skip("no Docker engine answers")
+def instance_id(docker_engine) -> str:
     from swe_srl.tasks import load_instances
 
     return load_instances("bundled:train")[0].instance_id

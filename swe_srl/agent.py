@@ -7,7 +7,9 @@ Control flow uses small exceptions, as in mini-swe-agent: ``Submitted`` ends the
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -229,3 +231,44 @@ def run_episode(
     return EpisodeResult(
         instance.instance_id, trajectory, patch, ep.calls, ep.format_errors, reason, duration, error
     )
+
+
+def run_episodes(
+    instances: Sequence[Instance],
+    policy_factory: Callable[[], Policy],
+    *,
+    workers: int = 1,
+    config: AgentConfig | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    on_result: Callable[[EpisodeResult], None] | None = None,
+) -> list[EpisodeResult]:
+    """Run one episode per instance, ``workers`` at a time; each worker thread owns an env and a policy.
+
+    ``on_result`` is called in the worker thread as each episode ends (grade and save there, incrementally;
+    it must be thread-safe). ``env_kwargs`` go to ``SWEEnv`` (``repos_dir``, ``oracle_files``).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from swe_srl.env import SWEEnv
+    from swe_srl.sandbox.base import Limits
+
+    config = config or AgentConfig()
+    kwargs = {"limits": Limits(episode_timeout_s=config.episode_timeout_s), **(env_kwargs or {})}
+    local, lock, envs = threading.local(), threading.Lock(), []
+
+    def work(instance: Instance) -> EpisodeResult:
+        if not hasattr(local, "env"):
+            local.env, local.policy = SWEEnv(instances=list(instances), **kwargs), policy_factory()
+            with lock:
+                envs.append(local.env)
+        result = run_episode(local.env, local.policy, instance, config)
+        if on_result is not None:
+            on_result(result)
+        return result
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="swe-srl-agent") as pool:
+            return list(pool.map(work, instances))
+    finally:
+        for env in envs:
+            env.close()

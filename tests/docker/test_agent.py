@@ -92,3 +92,13 @@ def test_hf_policy_completes_an_episode(env, instances: list[Instance], tmp_path
     result = run_episode(env, policy, instances[0], AgentConfig(max_steps=2))
     assert result.exit_reason in ("max_steps", "submitted") and not result.is_error
     assert 1 <= result.steps <= 2 and result.format_errors <= result.steps
+
+
+def test_run_episodes_in_parallel_reports_each_instance(instances: list[Instance]) -> None:
+    from swe_srl.agent import run_episodes
+
+    seen: list[str] = []
+    results = run_episodes(instances, GoldPolicy, workers=2, on_result=lambda r: seen.append(r.instance_id))
+    assert [r.instance_id for r in results] == [i.instance_id for i in instances]
+    assert sorted(seen) == sorted(i.instance_id for i in instances)
+    assert [r.patch for r in results] == [i.patch for i in instances]

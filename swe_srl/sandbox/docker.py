@@ -128,6 +128,11 @@ class DockerSandbox:
         reply = self._session.command(f"cd {shlex.quote(self._cwd)} 2>/dev/null; echo $$", 4096, deadline)
         self._session.pid = int(reply.data.decode().split()[-1])
 
+    def alive(self) -> bool:
+        """True when started, not closed, and the session shell is still running (no engine round trip)."""
+        session = self._session
+        return not self._closed and session is not None and session.proc.poll() is None
+
     def restart_clock(self) -> None:
         """Start the episode's wall clock now (a warm pool calls this when it hands a sandbox out)."""
         self._deadline = time.monotonic() + self.spec.limits.episode_timeout_s

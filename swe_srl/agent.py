@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from swe_srl.actions import SUBMIT, is_submit, parse_output
@@ -272,3 +273,12 @@ def run_episodes(
     finally:
         for env in envs:
             env.close()
+
+
+def save_trajectory(result: EpisodeResult, directory: Path) -> Path:
+    """Write the episode's native trajectory to ``directory/<instance_id>.jsonl`` (atomically); returns the path."""
+    from swe_srl.trajectories.schema import write_jsonl
+
+    path = Path(directory) / f"{result.instance_id}.jsonl"
+    write_jsonl(path, [result.trajectory])
+    return path

@@ -20,18 +20,7 @@ from swe_srl.sandbox.base import Limits
 from swe_srl.tasks import Instance
 from swe_srl.trajectories.schema import Step, Trajectory
 
-
-def _engine_answers() -> bool:
-    try:
-        return bool(docker.from_env(timeout=10).ping())
-    except docker.errors.DockerException:
-        return False
-
-
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.skipif(not _engine_answers(), reason="no Docker engine answers"),
-]
+pytestmark = pytest.mark.docker
 
 
 def _container_exists(container_id: str) -> bool:
@@ -43,9 +32,9 @@ def _container_exists(container_id: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def instance() -> Instance:
+def instance(docker_engine) -> Instance:
+    """The bundled task with the smallest gold patch, its image built once."""
     from swe_srl.grading import instance_image
-
     from swe_srl.tasks import load_instances
 
     picked = sorted(load_instances("bundled"), key=lambda i: len(i.patch))[0]
@@ -55,7 +44,7 @@ def instance() -> Instance:
 
 @pytest.fixture
 def make_env(instance: Instance) -> Iterator:
-    """Creates envs on the module's instance; every one is closed and its containers checked gone afterwards."""
+    """Creates envs on the module's instance and closes them after the test (conftest checks for leaks)."""
     made: list[gymnasium.Env] = []
 
     def make(**kwargs) -> gymnasium.Env:

@@ -12,24 +12,13 @@ from swe_srl.actions import format_output
 from swe_srl.envpool import EnvPool
 from swe_srl.tasks import Instance
 
-
-def _engine_answers() -> bool:
-    try:
-        return bool(docker.from_env(timeout=10).ping())
-    except docker.errors.DockerException:
-        return False
-
-
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.skipif(not _engine_answers(), reason="no Docker engine answers"),
-]
+pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def instance() -> Instance:
+def instance(docker_engine) -> Instance:
+    """The bundled task with the smallest gold patch, its image built once."""
     from swe_srl.grading import instance_image
-
     from swe_srl.tasks import load_instances
 
     picked = sorted(load_instances("bundled"), key=lambda i: len(i.patch))[0]

@@ -47,6 +47,7 @@ def open_shell(
         raise SandboxError("--step needs --trajectory: the expert state comes from a trajectory")
     state = expert_states(trajectory, instance, repos_dir=repos_dir) if trajectory is not None else None
     previous = {sig: signal.signal(sig, _raise_exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
     try:
         with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
             cwd = WORKDIR
@@ -65,6 +66,9 @@ def open_shell(
                 return subprocess.call(argv)
             except KeyboardInterrupt:
                 return 130
+            finally:  # the container is removed on the way out: no signal may cut that short
+                for sig in previous:
+                    signal.signal(sig, signal.SIG_IGN)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -31,6 +31,7 @@ from swe_srl.sandbox.base import ExecResult, Limits, SandboxSpec
 
 if TYPE_CHECKING:
     from swe_srl.sandbox.docker import DockerSandbox
+    from swe_srl.sandbox.pool import WarmPool
     from swe_srl.tasks import Instance
     from swe_srl.trajectories.schema import Trajectory
 
@@ -85,7 +86,8 @@ class SWEEnv(gymnasium.Env[str, str]):
     ``reset(options={"instance_id": ..., "trajectory": Trajectory, "step": k})`` picks the task (default: one drawn
     with ``self.np_random``) and, for the step-wise reward modes, the expert reference: the sandbox starts at the
     expert state before step ``k`` and env step ``t`` is compared with expert step ``k + t``. ``sandbox`` is the live
-    :class:`~swe_srl.sandbox.docker.DockerSandbox` (None outside an episode). A container that dies mid-episode
+    :class:`~swe_srl.sandbox.docker.DockerSandbox` (None outside an episode); with ``warm_pool`` (a
+    :class:`~swe_srl.sandbox.pool.WarmPool`, possibly shared by several envs) resets take an already started one. A container that dies mid-episode
     raises :class:`~swe_srl.errors.ContainerDied` from ``step()`` after the env closed itself.
     """
 
@@ -102,6 +104,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         weights: dict[str, float] | None = None,
         effect_mode: str = "off",
         instances: list[Instance] | None = None,
+        warm_pool: WarmPool | None = None,
     ) -> None:
         if reward_mode not in REWARD_MODES:
             raise ConfigError(f"reward_mode={reward_mode!r}: choose one of {', '.join(REWARD_MODES)}")
@@ -115,6 +118,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         self.weights = weights
         self.effect_mode = effect_mode
         self._instances = list(instances) if instances is not None else None
+        self.warm_pool = warm_pool
         self.observation_space = spaces.Text(OBS_MAX_CHARS, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(ACTION_MAX_CHARS, min_length=0, charset=CHARSET)
         self.sandbox: DockerSandbox | None = None
@@ -320,6 +324,8 @@ class SWEEnv(gymnasium.Env[str, str]):
         image = instance_image(instance, repos_dir=self._repos_path)
         limits = replace(self.limits, episode_timeout_s=self.limits.episode_timeout_s + SANDBOX_GRACE_S)
         spec = SandboxSpec(image=image, workdir=WORKDIR, limits=limits, base_commit=instance.base_commit)
+        if self.warm_pool is not None:
+            return self.warm_pool.acquire(spec)  # started ahead of time; the pool refills in the background
         sandbox = DockerSandbox(spec)
         try:
             return sandbox.start()

@@ -114,15 +114,21 @@ class EnvPool:
 
     ``map(fn, items)`` calls ``fn(env, item)`` for every item, ``n`` at a time, and returns the results in order.
     ``env_kwargs`` go to ``gymnasium.make`` (``dataset``, ``reward_mode``, ``limits``, ``max_episode_steps``...).
+    ``warm > 0`` shares a :class:`~swe_srl.sandbox.pool.WarmPool` keeping that many containers started ahead.
     """
 
-    def __init__(self, n: int, **env_kwargs: Any) -> None:
+    def __init__(self, n: int, *, warm: int = 0, **env_kwargs: Any) -> None:
         if n < 1:
             raise ConfigError(f"EnvPool(n={n}): need at least one environment")
         import swe_srl.env  # noqa: F401 - registers SweSrl-v0
 
         self.envs: list[gymnasium.Env] = []
+        self.warm_pool = None
         try:
+            if warm > 0:
+                from swe_srl.sandbox.pool import WarmPool
+
+                self.warm_pool = env_kwargs["warm_pool"] = WarmPool(size=warm)
             for _ in range(n):
                 self.envs.append(gymnasium.make("SweSrl-v0", **env_kwargs))
         except BaseException:
@@ -148,6 +154,8 @@ class EnvPool:
         """Close every environment (idempotent); removes their containers."""
         for env in self.envs:
             env.close()
+        if self.warm_pool is not None:
+            self.warm_pool.close()
 
     def __enter__(self) -> EnvPool:
         return self

@@ -37,7 +37,7 @@ def test_parallel_envs_do_not_interfere(instance: Instance) -> None:
         obs, *_ = env.step(format_output("look", "ls /testbed/only_*.txt; pwd"))
         return container_id, obs, threading.current_thread().name
 
-    with EnvPool(2, instances=[instance]) as pool:
+    with EnvPool(2, warm=1, instances=[instance]) as pool:  # a shared warm pool too
         results = pool.map(episode, ["alpha", "beta"])
         container_ids = [cid for cid, _, _ in results]
     (_, obs_a, thread_a), (_, obs_b, thread_b) = results

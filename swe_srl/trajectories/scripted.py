@@ -190,34 +190,50 @@ def _resolved(sandbox, instance: Instance) -> bool:
     return verdict(instance, run_tests(sandbox, instance)) == "resolved"
 
 
-def scripted_trajectories(
-    instances: Iterable[Instance], *, seed: int = 0, repos_dir: Path | None = None, progress: bool = True
-) -> list[Trajectory]:
-    """One scripted trajectory per instance, run for real; only resolved ones are kept (others are reported)."""
-    from rich.console import Console
-    from rich.progress import track
-
+def _one(instance: Instance, seed: int, repos_dir: Path | None) -> Trajectory | str:
+    """A resolved trajectory, or the reason there is none."""
     from swe_srl.trajectories.expert_state import open_sandbox
+
+    try:
+        with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
+            traj = script_trajectory(sandbox, instance, seed=seed)
+            traj.resolved = _resolved(sandbox, instance)
+    except TaskError as exc:
+        return f"skipped: {exc}"
+    return traj if traj.resolved else "dropped: the scripted fix did not resolve it"
+
+
+def scripted_trajectories(
+    instances: Iterable[Instance],
+    *,
+    seed: int = 0,
+    repos_dir: Path | None = None,
+    progress: bool = True,
+    workers: int = 2,
+) -> list[Trajectory]:
+    """One scripted trajectory per instance, run for real in ``workers`` parallel sandboxes; only resolved ones
+    are kept (the others are reported), in the order of ``instances``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from swe_srl.grading import instance_image
 
     instances = list(instances)
     console = Console(stderr=True)
-    kept: list[Trajectory] = []
-    for instance in track(instances, description="scripted expert", disable=not progress, console=console):
-        try:
-            with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
-                traj = script_trajectory(sandbox, instance, seed=seed)
-                traj.resolved = _resolved(sandbox, instance)
-        except TaskError as exc:
-            console.print(f"[yellow]skipped[/] {instance.instance_id}: {exc}", highlight=False)
-            continue
-        if traj.resolved:
-            kept.append(traj)
-        else:
-            console.print(
-                f"[yellow]dropped[/] {instance.instance_id}: the scripted fix did not resolve it",
-                highlight=False,
-            )
-    return kept
+    for instance in instances:  # build images first, one at a time (builds are the heavy, locked part)
+        instance_image(instance, repos_dir=repos_dir)
+    with Progress(console=console, disable=not progress) as bar, ThreadPoolExecutor(max(1, workers)) as pool:
+        task = bar.add_task("scripted expert", total=len(instances))
+        futures = [pool.submit(_one, instance, seed, repos_dir) for instance in instances]
+        results = []
+        for instance, future in zip(instances, futures, strict=True):
+            results.append(future.result())
+            bar.advance(task)
+            if isinstance(results[-1], str):
+                console.print(f"[yellow]{instance.instance_id}[/] {results[-1]}", highlight=False)
+    return [r for r in results if isinstance(r, Trajectory)]
 
 
 def _code_version() -> str:

@@ -81,20 +81,21 @@ def replay_steps(sandbox, traj: Trajectory) -> Iterator[tuple[int, ExecResult | 
         yield index, result, diff, cwd
 
 
-def _state_path(traj: Trajectory) -> Path:
-    return cache_dir("expert-state") / f"{traj.content_hash()}.json"
+def _state_path(traj: Trajectory, instance: Instance) -> Path:
+    base = hashlib.sha256(f"{instance.base_commit}\0{instance.patch}".encode()).hexdigest()[:8]
+    return cache_dir("expert-state") / f"{traj.content_hash()}-{base}.json"
 
 
-def save_state(traj: Trajectory, state: ExpertState) -> None:
-    """Store ``state`` for ``traj`` (atomic write)."""
-    atomic_write_text(_state_path(traj), json.dumps(asdict(state)))
+def save_state(traj: Trajectory, instance: Instance, state: ExpertState) -> None:
+    """Store ``state`` for ``traj`` on ``instance`` (atomic write)."""
+    atomic_write_text(_state_path(traj, instance), json.dumps(asdict(state)))
 
 
 def expert_states(
     traj: Trajectory, instance: Instance, *, repos_dir: Path | None = None, refresh: bool = False
 ) -> ExpertState:
     """The expert state after every step of ``traj``: replayed once in a sandbox, then read from disk."""
-    path = _state_path(traj)
+    path = _state_path(traj, instance)
     if path.exists() and not refresh:
         data = json.loads(path.read_text(encoding="utf-8"))
         return ExpertState(diffs=data["diffs"], cwds=data["cwds"])
@@ -105,7 +106,7 @@ def expert_states(
             diffs.append(diff)
             cwds.append(cwd)
     state = ExpertState(diffs=diffs, cwds=cwds)
-    save_state(traj, state)
+    save_state(traj, instance, state)
     return state
 
 

@@ -88,7 +88,7 @@ def replay(
             rows.append(row)
             if on_row:
                 on_row(row)
-    save_state(traj, state)
+    save_state(traj, instance, state)
     return rows
 
 

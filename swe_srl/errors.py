@@ -63,3 +63,7 @@ class TrainingError(SweSrlError):
 
 class PolicyError(SweSrlError, RuntimeError):
     """A policy cannot answer: unknown spec, unreachable server, model that fails to load, script exhausted."""
+
+
+class ExecutorError(SweSrlError, RuntimeError):
+    """A task could not be run to completion by the executor (worker lost too often, no start slot, no cluster)."""

@@ -38,6 +38,9 @@ _register_all()
 
 def main() -> None:
     """Entry point: ``SweSrlError`` becomes a one-line message and exit code 2, not a traceback."""
+    from swe_srl.sandbox.janitor import install_sigterm_handler
+
+    install_sigterm_handler()  # SIGTERM → SystemExit, so live sandboxes are closed by atexit
     try:
         app()
     except SweSrlError as exc:

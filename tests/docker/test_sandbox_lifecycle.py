@@ -85,23 +85,36 @@ def test_daemon_down_names_the_fix(monkeypatch: pytest.MonkeyPatch, docker_engin
         engine._cached_client.cache_clear()
 
 
-def test_janitor_reaps_dead_runs_only(tiny_image: str, docker_engine) -> None:
-    dead = subprocess.Popen(["true"])
-    dead.wait()
+def orphan_labels(pid: int, host: str, age_h: float) -> dict[str, str]:
+    created = str(int(time.time() - age_h * 3600))
     labels = {
         "swe-srl.owner": "swe-srl",
-        "swe-srl.run-id": "dead-run",
-        "swe-srl.pid": str(dead.pid),
-        "swe-srl.host": os.uname().nodename,
-        "swe-srl.created-at": str(int(time.time())),
+        "swe-srl.run-id": "t",
+        "swe-srl.pid": str(pid),
+        "swe-srl.host": host,
     }
-    orphan = docker_engine.containers.run(tiny_image, ["sleep", "infinity"], detach=True, labels=labels)
+    return {**labels, "swe-srl.created-at": created}
+
+
+def test_janitor_reaps_dead_and_old_runs_only(tiny_image: str, docker_engine) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run = docker_engine.containers.run
+    orphan = run(
+        tiny_image, ["sleep", "infinity"], detach=True, labels=orphan_labels(dead.pid, os.uname().nodename, 0)
+    )
+    # Another host's container (pid unknowable here), two days old: only --older-than may take it.
+    old = run(tiny_image, ["sleep", "infinity"], detach=True, labels=orphan_labels(1, "elsewhere", 48))
     with DockerSandbox(SandboxSpec(image=tiny_image)) as live:
-        out = subprocess.run(["swe-srl", "janitor"], capture_output=True, text=True, check=True).stdout
-        assert f"{dead.pid} is gone" in out
+        reap()  # (other processes on this engine may reap the dead run's orphan too)
         assert orphan.id not in swe_containers(docker_engine)
+        assert {old.id, live.container_id} <= swe_containers(docker_engine)
+        out = subprocess.run(
+            ["swe-srl", "janitor", "--older-than", "24"], capture_output=True, text=True, check=True
+        )
+        assert f"{old.name} ({old.id[:12]}): older than 24 h" in out.stdout
+        assert old.id not in swe_containers(docker_engine)
         assert live.container_id in swe_containers(docker_engine)
-        assert reap(older_than_h=1.0) == []  # the live one is young
 
 
 def test_sigterm_closes_sandboxes(tiny_image: str, docker_engine) -> None:

@@ -165,7 +165,7 @@ class SWEEnv(gymnasium.Env[str, str]):
             if trajectory is not None and step > 0:
                 self._pristine = False
                 self._restore(trajectory, instance, step)
-            self._patch = self.sandbox.diff() if step > 0 else ""
+            self._patch = self._current_patch() if step > 0 else ""
         except BaseException:
             self.close()
             raise
@@ -206,7 +206,7 @@ class SWEEnv(gymnasium.Env[str, str]):
                 return self._submit(action, info)
             self._pristine = False
             result = self._guarded(self.sandbox.run, parsed.action, self._command_timeout())
-            self._patch = info["patch"] = self._guarded(self.sandbox.diff)
+            self._patch = info["patch"] = self._current_patch()
         except SandboxTimeout as exc:
             return self._truncate(str(exc), info)
         info |= {
@@ -224,7 +224,7 @@ class SWEEnv(gymnasium.Env[str, str]):
 
     def _submit(self, text: str, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         assert self.sandbox is not None and self.instance is not None
-        self._patch = info["patch"] = self._guarded(self.sandbox.diff)
+        self._patch = info["patch"] = self._current_patch()
         self._done = True
         if self.reward_mode != "outcome":
             reward = self._step_reward(text, info["step"], info)
@@ -253,6 +253,13 @@ class SWEEnv(gymnasium.Env[str, str]):
             True,
             info,
         )
+
+    def _current_patch(self) -> str:
+        """The sandbox diff without build junk (``__pycache__``, ``*.egg-info``, ``build/``), as grading takes it."""
+        from swe_srl.agent import clean_patch
+
+        assert self.sandbox is not None
+        return clean_patch(self._guarded(self.sandbox.diff))
 
     def _command_timeout(self) -> float:
         return max(0.1, min(self.limits.command_timeout_s, self._deadline - time.monotonic()))

@@ -104,3 +104,35 @@ def _docker_build(tag: str, context: Path, console: Console) -> None:
         body = "\n".join(tail)
         raise ImageBuildError(f"building {tag} failed: {error}; last lines of the build log:\n{body}")
     console.print(f"[green]built[/] {tag}")
+
+
+def unmount_under(root: Path) -> None:
+    """Unmount anything a failed debootstrap left mounted under ``root`` (before the temp dir is deleted)."""
+    prefix = str(root.resolve())
+    mounts = [
+        line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if len(line.split()) > 1
+    ]
+    for mount in sorted((m for m in mounts if m.startswith(prefix)), reverse=True):
+        subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
+
+
+def checkout_base_commit(repo_dir: Path, commit: str, dest: Path) -> None:
+    """``dest`` = a new repo holding only ``commit`` of ``repo_dir`` on branch ``main``, no remotes or other refs."""
+    if not (repo_dir / ".git").exists() and not (repo_dir / "HEAD").exists():
+        raise ImageBuildError(
+            f"repo_dir {str(repo_dir)!r} is not a git repository; clone the task's repo there"
+        )
+    steps = [
+        ["git", "init", "-q", "-b", "main", str(dest)],
+        ["git", "-C", str(dest), "fetch", "-q", "--depth", "1", f"file://{repo_dir.resolve()}", commit],
+        ["git", "-C", str(dest), "checkout", "-q", "-B", "main", "FETCH_HEAD"],
+        ["git", "-C", str(dest), "reflog", "expire", "--expire=now", "--all"],
+    ]
+    for step in steps:
+        proc = subprocess.run(step, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise ImageBuildError(
+                f"checking out {commit!r} of {str(repo_dir)!r} failed ({' '.join(step[:4])}...): "
+                f"{proc.stderr.strip()[-800:]}; check that the commit exists in that repo"
+            )
+    (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)

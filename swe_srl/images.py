@@ -27,7 +27,7 @@ from rich.console import Console
 from swe_srl import paths
 from swe_srl.engine import docker_client, image_exists
 from swe_srl.errors import ConfigError, ImageBuildError
-from swe_srl.image_build import build_context, file_lock, run_logged
+from swe_srl.image_build import build_context, checkout_base_commit, file_lock, run_logged, unmount_under
 
 SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 SOURCES = ("auto", "debootstrap", "registry")
@@ -177,17 +177,7 @@ def _bootstrap_base(python: str, tag: str, console: Console | None) -> None:
                 tar.stdout.close()  # type: ignore[union-attr]
                 tar.wait()
         finally:
-            _unmount_under(rootfs)
-
-
-def _unmount_under(root: Path) -> None:
-    """Unmount anything a failed debootstrap left mounted under ``root`` (before the temp dir is deleted)."""
-    prefix = str(root.resolve())
-    mounts = [
-        line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if len(line.split()) > 1
-    ]
-    for mount in sorted((m for m in mounts if m.startswith(prefix)), reverse=True):
-        subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
+            unmount_under(rootfs)
 
 
 def _registry_base(python: str, tag: str, console: Console | None) -> None:
@@ -285,7 +275,7 @@ def ensure_instance_image(recipe: InstanceRecipe, *, console: Console | None = N
         if image_exists(tag):
             return tag
         ctx = Path(tmp)
-        _checkout_base_commit(Path(recipe.repo_dir), recipe.base_commit, ctx / "testbed")
+        checkout_base_commit(Path(recipe.repo_dir), recipe.base_commit, ctx / "testbed")
         files = {f"harness/{name}": data for name, data in _harness_files().items()}
         files["install.sh"] = recipe.install_script.encode()
         dockerfile = (
@@ -297,28 +287,6 @@ def ensure_instance_image(recipe: InstanceRecipe, *, console: Console | None = N
         (ctx / "harness").mkdir()
         build_context(tag, dockerfile, files, console, context=ctx)
     return tag
-
-
-def _checkout_base_commit(repo_dir: Path, commit: str, dest: Path) -> None:
-    """``dest`` = a new repo holding only ``commit`` of ``repo_dir`` on branch ``main``, no remotes or other refs."""
-    if not (repo_dir / ".git").exists() and not (repo_dir / "HEAD").exists():
-        raise ImageBuildError(
-            f"repo_dir {str(repo_dir)!r} is not a git repository; clone the task's repo there"
-        )
-    steps = [
-        ["git", "init", "-q", "-b", "main", str(dest)],
-        ["git", "-C", str(dest), "fetch", "-q", "--depth", "1", f"file://{repo_dir.resolve()}", commit],
-        ["git", "-C", str(dest), "checkout", "-q", "-B", "main", "FETCH_HEAD"],
-        ["git", "-C", str(dest), "reflog", "expire", "--expire=now", "--all"],
-    ]
-    for step in steps:
-        proc = subprocess.run(step, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise ImageBuildError(
-                f"checking out {commit!r} of {str(repo_dir)!r} failed ({' '.join(step[:4])}...): "
-                f"{proc.stderr.strip()[-800:]}; check that the commit exists in that repo"
-            )
-    (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
 
 
 __all__ += ["docker_client", "instance_image_tag", "env_image_tag", "recipe_hash", "resolve_source"]

@@ -197,3 +197,16 @@ def test_trivial_action_is_fast(sandbox: DockerSandbox) -> None:
         sandbox.run("true")
         times.append(time.perf_counter() - start)
     assert sorted(times)[25] < 0.02  # docker exec is ~60 ms; a pipe round trip is ~1 ms
+
+
+@pytest.mark.parametrize(("python", "expected"), [("3.9", "3.9"), ("3.11", "3.11")])
+def test_base_images_per_python(docker_engine, python: str, expected: str) -> None:
+    from swe_srl.images import ensure_base_image
+
+    with DockerSandbox(SandboxSpec(image=ensure_base_image(python), workdir="/")) as box:
+        result = box.run(
+            "python -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'; pip --version; git --version"
+        )
+        lines = result.output.splitlines()
+        assert lines[0] == expected and "/opt/venv" in lines[1] and lines[2].startswith("git version")
+        assert b"BEGIN CERTIFICATE" in box.read_file("/etc/ssl/certs/ca-certificates.crt")

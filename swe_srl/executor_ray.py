@@ -75,14 +75,15 @@ class RayExecutor(Executor):
 
     def _run(self, tasks: list[Task], deliver: Callable, fail: Callable) -> None:
         ray = _ray()
-        remote = ray.remote(call_task).options(
-            num_cpus=1, max_retries=self.max_retries, retry_exceptions=False
-        )
+        remote = ray.remote(call_task)
+        opts = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
         pending, inflight = deque(tasks), {}
         while pending or inflight:
             while pending and len(inflight) < self.workers:
                 task = pending.popleft()
-                ref = remote.options(name=f"swe-srl:{task.key}").remote(task.fn, task.args, dict(task.kwargs))
+                ref = remote.options(name=f"swe-srl:{task.key}", **opts).remote(
+                    task.fn, task.args, dict(task.kwargs)
+                )
                 inflight[ref] = task
             ready, _ = ray.wait(list(inflight), num_returns=1)
             for ref in ready:

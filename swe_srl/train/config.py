@@ -147,6 +147,11 @@ def check_trl_keys(options: dict[str, Any]) -> None:
 
 def _coerce(text: str) -> Any:
     """A ``--set`` value: YAML scalar/list/dict syntax (``3``, ``1e-6``, ``true``, ``[a, b]``, ``null``)."""
+    for number in (int, float):  # YAML 1.1 reads "5e-3" as a string
+        try:
+            return number(text)
+        except ValueError:
+            pass
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:

@@ -1,0 +1,63 @@
+"""CLI: ``swe-srl train`` — SRL (then optional RLVR) training with TRL GRPO."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+
+def train(
+    oracle_files: bool = typer.Option(False, "--oracle-files", help="Prompts include the oracle files."),
+    model: str | None = typer.Option(None, "--model", help="HF id or path (default: tiny in-process model)."),
+    samples: Path | None = typer.Option(None, "--samples", help="Step samples JSONL (swe-srl decompose)."),
+    trajectories: list[str] | None = typer.Option(None, "--trajectories", help="Trajectory files / HF ids."),
+    tasks: str | None = typer.Option(None, "--tasks", help="Task set (oracle files, RLVR episodes)."),
+    reward: str | None = typer.Option(None, "--reward", help="srl (similarity) or layered."),
+    effect: str | None = typer.Option(None, "--effect", help="Effect layer: off, cached or full."),
+    config: Path | None = typer.Option(None, "--config", help="YAML config file."),
+    overrides: list[str] | None = typer.Option(None, "--set", help="Dotted override, e.g. trl.beta=0."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Output directory."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N optimizer steps."),
+    resume: bool = typer.Option(False, "--resume", help="Resume from the last checkpoint in --output."),
+    lora: bool = typer.Option(False, "--lora", help="Train LoRA adapters (peft)."),
+    stage: str | None = typer.Option(None, "--stage", help="srl or rlvr."),
+    init: str | None = typer.Option(None, "--init", help="Checkpoint to start from (rlvr: the SRL model)."),
+) -> None:
+    """Train a policy with SRL on expert step samples (TRL GRPO + dynamic sampling)."""
+    from rich.console import Console
+
+    from swe_srl.train.config import load_config
+    from swe_srl.train.run import run_training
+
+    sets = list(overrides or [])
+    sets += [f"trl.max_steps={max_steps}"] if max_steps is not None else []
+    sets += ["lora.enabled=true"] if lora else []
+    cfg = load_config(
+        config,
+        sets,
+        oracle_files=oracle_files or None,
+        model=model,
+        samples=str(samples) if samples else None,
+        trajectories=trajectories or None,
+        tasks=tasks,
+        reward=reward,
+        effect=effect,
+        output=output,
+        resume=resume or None,
+        stage=stage,
+        init=init,
+    )
+    console = Console()
+    summary = run_training(cfg, console=console)
+    console.print_json(json.dumps(summary))
+    verdict = "rose" if summary.get("reward_rose") else "did NOT rise"
+    console.print(
+        f"mean reward {verdict}: first fifth {summary.get('reward_first_fifth', float('nan')):+.3f} → "
+        f"last fifth {summary.get('reward_last_fifth', float('nan')):+.3f}; outputs in {cfg.output}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swe_srl import paths
-from swe_srl.errors import ConfigError, ExecutorError
+from swe_srl.errors import ConfigError, ExecutorError, SandboxError
 
 MAX_STARTS_ENV = "SWE_SRL_MAX_STARTS"
 DEFAULT_MAX_STARTS = 4
@@ -251,7 +251,7 @@ def start_slot(timeout_s: float = 900.0) -> Iterator[int]:
                 handle.close()
             return
         if time.monotonic() > deadline:
-            raise ExecutorError(
+            raise SandboxError(
                 f"no container start slot free in {timeout_s:.0f}s ({raw} slots under {slots_dir}); "
                 f"raise {MAX_STARTS_ENV} or check for a stuck Docker daemon"
             )

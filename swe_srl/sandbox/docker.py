@@ -25,6 +25,7 @@ import requests
 
 from swe_srl.engine import docker_client
 from swe_srl.errors import ConfigError, ContainerDied, ImageNotFound, SandboxError, SandboxTimeout
+from swe_srl.executor import start_slot
 from swe_srl.sandbox import janitor
 from swe_srl.sandbox.base import ExecResult, SandboxSpec, truncate_output
 from swe_srl.sandbox.shell import PRELUDE, Shell, ShellEOF, ShellExpired
@@ -74,21 +75,22 @@ class DockerSandbox:
                 "`swe-srl images build` / swe_srl.images.ensure_instance_image for task images)"
             ) from None
         try:
-            self._container = client.containers.run(
-                self.spec.image,
-                ["sleep", "infinity"],
-                name=f"swe-srl-{uuid.uuid4().hex[:12]}",
-                detach=True,
-                init=True,
-                labels=janitor.container_labels(self.spec.run_id),
-                mem_limit=limits.memory_bytes,
-                memswap_limit=limits.memory_bytes,
-                nano_cpus=int(limits.cpus * 1e9),
-                pids_limit=limits.pids,
-                network_mode="bridge" if limits.network else "none",
-                working_dir=self.spec.workdir,
-                environment={**DEFAULT_ENV, **self.spec.env},
-            )
+            with start_slot():  # back-pressure: $SWE_SRL_MAX_STARTS container starts per node (executor.py)
+                self._container = client.containers.run(
+                    self.spec.image,
+                    ["sleep", "infinity"],
+                    name=f"swe-srl-{uuid.uuid4().hex[:12]}",
+                    detach=True,
+                    init=True,
+                    labels=janitor.container_labels(self.spec.run_id),
+                    mem_limit=limits.memory_bytes,
+                    memswap_limit=limits.memory_bytes,
+                    nano_cpus=int(limits.cpus * 1e9),
+                    pids_limit=limits.pids,
+                    network_mode="bridge" if limits.network else "none",
+                    working_dir=self.spec.workdir,
+                    environment={**DEFAULT_ENV, **self.spec.env},
+                )
         except docker.errors.APIError as exc:
             if exc.status_code == 400:
                 raise ConfigError(

@@ -80,10 +80,10 @@ def ensure_engine(console: Console | None = None, *, wait_s: float = 90.0) -> st
             raise DockerUnavailable(
                 f"no Docker engine and no apt-get to install one: install Docker, then {FIX}"
             )
-        with console.status("installing docker.io with apt-get (a minute or two)"):
+        with console.status("installing docker.io and docker-compose with apt-get (a minute or two)"):
             _run(["apt-get", "update", "-q"])
-            _run(["apt-get", "install", "-y", "-q", "docker.io"], env={"DEBIAN_FRONTEND": "noninteractive"})
-        done.append("installed docker.io")
+            _run(["apt-get", "install", "-y", "-q", "docker.io", "docker-compose"], env={"DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+        done.append("installed docker.io and docker-compose")
     log = paths.cache_dir("logs") / "dockerd.log"
     with console.status(f"starting dockerd (log: {log})"):
         with open(log, "ab") as out:

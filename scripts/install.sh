@@ -16,8 +16,8 @@ if ! python -c "import torch" 2>/dev/null; then
   echo "==> installing torch (CPU build if a local wheel is available)"
   python -m pip install -q "torch==2.13.0" || python -m pip install -q torch
 fi
-echo "==> installing swe-srl[train,dev]"
-python -m pip install -q -e ".[train,dev]" 2>&1 | grep -v -E "^WARNING: (Location|Running pip)" || true
+echo "==> installing swe-srl[train,dev,ray]"
+python -m pip install -q -e ".[train,dev,ray]" 2>&1 | grep -v -E "^WARNING: (Location|Running pip)" || true
 python -c "import swe_srl, trl, gymnasium, docker" # fails loudly if the install did not take
 
 echo "==> swe-srl setup (Docker engine + base images)"

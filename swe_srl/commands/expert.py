@@ -44,6 +44,8 @@ def generate(
     ),
     seed: int = typer.Option(0, help="Seed choosing commands and wording (deterministic)."),
     repos_dir: Path | None = typer.Option(None, help="Local clones of the task repositories."),
+    ray: str | None = typer.Option(None, "--ray", help="Run on Ray: 'auto' or 'ray://host:10001'."),
+    workers: int = typer.Option(1, help="Parallel tasks: local processes, or Ray tasks (0 = cluster CPUs)."),
 ) -> None:
     """Run the scripted expert on every task; keep the trajectories that resolve it."""
     from swe_srl.tasks import load_instances
@@ -51,7 +53,15 @@ def generate(
     from swe_srl.trajectories.scripted import scripted_trajectories
 
     instances = load_instances(dataset)
-    trajs = scripted_trajectories(instances, seed=seed, repos_dir=repos_dir)
+    if ray or workers > 1:  # one task per instance; per-instance seeds: same result as sequential
+        from swe_srl.executor import Task, make_executor
+
+        kwargs = {"seed": seed, "repos_dir": repos_dir, "progress": False}
+        tasks = [Task(i.instance_id, scripted_trajectories, ([i],), kwargs) for i in instances]
+        with make_executor(ray, workers) as executor:
+            trajs = [t for found in executor.map(tasks, progress=True).values() for t in found]
+    else:
+        trajs = scripted_trajectories(instances, seed=seed, repos_dir=repos_dir)
     write_jsonl(output, trajs)
     typer.echo(
         f"{len(trajs)}/{len(instances)} tasks resolved; {sum(len(t.steps) for t in trajs)} steps → {output}"

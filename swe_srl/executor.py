@@ -84,9 +84,17 @@ class Executor:
         self.stats = RunStats()
 
     def map(
-        self, tasks: Sequence[Task], *, on_result: OnResult | None = None, progress: bool = False
+        self,
+        tasks: Sequence[Task],
+        *,
+        on_result: OnResult | None = None,
+        progress: bool = False,
+        reap: bool = True,
     ) -> dict[str, Any]:
-        """Run every task once; ``on_result(key, value)`` is called in this thread as each one ends."""
+        """Run every task once; ``on_result(key, value)`` is called in this thread as each one ends.
+
+        With ``reap`` the janitor runs on every node at the end (containers of workers that died).
+        """
         keys = [task.key for task in tasks]
         if len(set(keys)) != len(keys):
             dup = next(k for k in keys if keys.count(k) > 1)
@@ -111,7 +119,8 @@ class Executor:
                 advance()
 
             self._run(list(tasks), deliver, fail)
-        self.reap_orphans()
+        if reap:
+            self.reap_orphans()
         ordered = {k: results[k] for k in keys if k in results}
         if errors:
             raise TaskFailed(errors, ordered)

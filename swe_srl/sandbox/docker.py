@@ -330,7 +330,7 @@ class DockerSandbox:
         """
         base = shlex.quote(self.spec.base_commit or "HEAD")
         script = (
-            '[ -d .git ] || exit 3; t=$(mktemp); trap \'rm -f "$t"\' EXIT; cp .git/index "$t" 2>/dev/null; '
+            '[ -d .git ] || exit 3; t=$(mktemp); trap \'rm -f "$t"\' EXIT; cp -p .git/index "$t" 2>/dev/null; '
             f'export GIT_INDEX_FILE="$t"; git add -A >&2 && git diff --cached --binary {base}'
         )
         code, out, err = self.exec(f"cd {shlex.quote(self.spec.workdir)} 2>/dev/null || exit 3; {script}")

@@ -137,6 +137,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
         advantage=config.advantage,
         dynamic_sampling=config.dynamic_sampling,
         format_prefix=prefix,
+        fast_generation=config.fast_generation,
     )
     trainer.remove_callback(PrinterCallback)  # the rich bar + metrics.jsonl replace printed dicts
     return trainer, evaluator

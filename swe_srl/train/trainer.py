@@ -137,9 +137,14 @@ class SRLGRPOTrainer(GRPOTrainer):
         advantage: str = "grpo",
         dynamic_sampling: DynamicSampling | None = None,
         format_prefix: str = "",
+        fast_generation: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if fast_generation and torch.cuda.is_available() and not self.use_vllm:
+            # static KV cache + compiled decoding step (TRL builds its GenerationConfig with disable_compile=True)
+            self.generation_config.cache_implementation = "static"
+            self.generation_config.disable_compile = False
         if advantage not in ("grpo", "rloo"):
             raise TrainingError(f"unknown advantage {advantage!r}: use 'grpo' or 'rloo'")
         self.advantage = advantage

@@ -63,12 +63,16 @@ def hf_generate(trainer: Any, max_new_tokens: int) -> GenerateFn:
     return generate
 
 
-def make_rollout_func(runner: EpisodeRunner, max_new_tokens: int) -> Callable[[list, Any], dict[str, Any]]:
+def make_rollout_func(
+    runner: EpisodeRunner,
+    max_new_tokens: int,
+    generate_factory: Callable[[Any, int], GenerateFn] = hf_generate,
+) -> Callable[[list, Any], dict[str, Any]]:
     """TRL ``rollout_func``: one episode per prompt entry this process receives (TRL's sampler already repeats
     each prompt ``num_generations`` times); the outcome reward travels as the ``outcome_reward`` column."""
 
     def rollout(prompts: list, trainer: Any) -> dict[str, Any]:
-        generate = hf_generate(trainer, max_new_tokens)
+        generate = generate_factory(trainer, max_new_tokens)
         results = [runner.run({"prompt": prompt}, generate) for prompt in prompts]
         return {
             "prompt_ids": [r.prompt_ids for r in results],

@@ -1,0 +1,88 @@
+"""Samples JSONL → dataset; tiny policy reloads; the --oracle-files prompt carries the oracle files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from conftest import make_samples  # noqa: E402
+
+from swe_srl.errors import TrainingError  # noqa: E402
+from swe_srl.train.data import load_datasets, read_samples, split_rows  # noqa: E402
+from swe_srl.train.tiny import make_tiny_policy, sample_texts  # noqa: E402
+
+pytestmark = pytest.mark.train
+
+
+def test_dataset_columns_and_split(samples_file: Path):
+    train, test = load_datasets(samples_file)
+    assert {"prompt", "expert_action", "instance_id", "step"} <= set(train.column_names)
+    assert train[0]["prompt"][0]["role"] == "system"
+    assert {r["split"] for r in test} == {"test"} and len(test) == 5 and len(train) == 35
+
+
+def test_split_by_instance_hash_when_no_split_field():
+    rows = [{**r, "split": None} for r in make_samples(n_instances=40)]
+    train, test = split_rows(rows, test_fraction=0.25, seed=1)
+    assert test and train
+    assert not {r["instance_id"] for r in train} & {
+        r["instance_id"] for r in test
+    }  # no instance on both sides
+
+
+BAD = [
+    # (line content, text the error must contain)
+    ("not json", ":1: not valid JSON"),  # broken line
+    (json.dumps({"prompt": []}), "'expert_action'"),  # missing field
+    (json.dumps({"prompt": "text", "expert_action": "ls"}), "'prompt' must be a list"),  # not conversational
+]
+
+
+@pytest.mark.parametrize(("line", "needle"), BAD)
+def test_bad_samples_are_named(tmp_path: Path, line: str, needle: str):
+    path = tmp_path / "s.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(TrainingError, match=needle.replace("(", r"\(")):
+        read_samples(path)
+
+
+def test_tiny_policy_reloads_with_auto_classes(tmp_path: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = make_tiny_policy(sample_texts(make_samples()), tmp_path / "tiny")
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
+    text = "<think>look</think>\ngrep -rn 'def load' src/"
+    ids = tok(text)["input_ids"]
+    assert tok.decode(ids) == text
+    assert len(tok("</think>")["input_ids"]) == 1  # one token: reachable by chance
+    prompt = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False
+    )
+    assert prompt.endswith("<think>")
+    assert model.config.vocab_size == len(tok) and len(tok) < 400
+
+
+def test_oracle_prompt_contains_files_and_plain_does_not():
+    from swe_srl.trajectories.decompose import decompose
+    from swe_srl.trajectories.schema import Step, Trajectory
+
+    traj = Trajectory(
+        instance_id="demo__x-1",
+        problem="load() fails on empty input",
+        steps=[
+            Step(thought="look", action="cat src/x.py"),
+            Step(thought="fix", action="sed -i s/a/b/ src/x.py"),
+        ],
+    )
+    oracle = {"demo__x-1": {"src/x.py": "def load(x):\n    return x[0]\n"}}
+    with_files, _ = decompose([traj], oracle_files=oracle)
+    plain, _ = decompose([traj], oracle_files=None)
+    rendered = json.dumps(with_files[0]["prompt"])
+    assert "src/x.py" in rendered and "return x[0]" in rendered
+    assert "return x[0]" not in json.dumps(plain[0]["prompt"])
+    train, _ = split_rows(with_files, test_fraction=0.0)
+    assert "return x[0]" in train[0]["prompt"][1]["content"]  # survives into the training dataset

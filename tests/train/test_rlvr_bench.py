@@ -1,0 +1,63 @@
+"""RLVR rollout adapter on a hand-written episode runner; the GPU benchmark's --tiny CPU path runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from swe_srl.errors import TrainingError  # noqa: E402
+from swe_srl.train.rlvr import EpisodeResult, make_rollout_func, outcome_reward  # noqa: E402
+
+pytestmark = pytest.mark.train
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class TwoTurnRunner:
+    """Model turn, observation, model turn; resolved when the prompt asks for it."""
+
+    def run(self, row, generate):
+        prompt = [1, 2, 3]
+        first = generate(prompt)
+        obs = [9, 9]
+        second = generate(prompt + first + obs)
+        reward = 1.0 if "solve" in row["prompt"] else 0.0
+        return EpisodeResult(
+            prompt, first + obs + second, [1] * len(first) + [0, 0] + [1] * len(second), reward
+        )
+
+
+def echo_length(trainer, max_new_tokens):
+    """A deterministic policy: each turn is two tokens holding the context length."""
+    return lambda ids: [len(ids)] * 2
+
+
+def test_rollout_func_builds_trl_batch():
+    out = make_rollout_func(TwoTurnRunner(), 4, echo_length)(["solve it", "other"], None)
+    assert out["completion_ids"][0] == [3, 3, 9, 9, 7, 7]
+    assert out["env_mask"][0] == [1, 1, 0, 0, 1, 1]
+    assert outcome_reward([], [], out["outcome_reward"]) == [1.0, 0.0]
+
+
+def test_episode_mask_length_checked():
+    with pytest.raises(TrainingError, match="env_mask"):
+        EpisodeResult([1], [1, 2], [1], 0.0)
+
+
+def test_bench_tiny_runs_both_trainers():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "train_gpu.py"), "--tiny", "--steps", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("plain ") for line in lines) and any(
+        line.startswith("ours ") for line in lines
+    )

@@ -127,7 +127,7 @@ TINY_TRL_DEFAULTS: dict[str, Any] = {
     "gradient_accumulation_steps": 1,
     "max_completion_length": 24,
     "max_grad_norm": 1.0,
-    "max_steps": 60,
+    "max_steps": 40,
     "logging_steps": 1,
     "save_steps": 20,
     "bf16": False,

@@ -1,4 +1,4 @@
-"""``swe-srl eval``: grade a policy on a dataset → predictions.jsonl + report.json + a summary table."""
+"""``swe-srl eval``: agent-loop episodes of a policy on a dataset → trajectories, predictions, report, summary."""
 
 from __future__ import annotations
 
@@ -10,33 +10,48 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
-        policy: str = typer.Option(..., help="gold | empty"),
-        dataset: str = typer.Option(
-            "bundled:test", help="bundled[:train|:test], a .jsonl/.parquet path or a HF id"
-        ),
-        out: Path = typer.Option(
-            ..., "-o", "--out", help="output folder (resumable: done instances are skipped)"
-        ),
-        workers: int = typer.Option(1, help="instances graded in parallel"),
-        instances: list[str] = typer.Option(None, "--instances", help="only these instance ids"),
+        policy: str = typer.Option(..., help="gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai"),
+        dataset: str = typer.Option("bundled:test", help="bundled[:train|:test], a .jsonl/.parquet path or a HF id"),
+        out: Path = typer.Option(..., "-o", "--out", help="output folder (resumable: finished instances are skipped)"),
+        instances: str = typer.Option("", "--instances", help="only these instance ids (comma-separated)"),
+        oracle_files: bool = typer.Option(False, "--oracle-files", help="prompt includes the files the gold patch edits"),
+        workers: int = typer.Option(1, help="episodes in parallel (local pool or Ray tasks in flight)"),
+        ray: str = typer.Option(None, help="run episodes on Ray: auto | ray://host:10001 | host:6379"),
         repos_dir: Path = typer.Option(None, help="folder of local clones (offline)"),
-        timeout: float = typer.Option(1800, help="test command timeout per instance (s)"),
-    ) -> None:
-        """Run POLICY on every instance of DATASET and grade the patches SWE-bench style."""
+        max_steps: int = typer.Option(50, help="policy calls per episode"),
+        base_url: str = typer.Option(None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
+        model: str = typer.Option(None, help="model name on the server (--policy openai)"),
+        max_new_tokens: int = typer.Option(1024, help="tokens per model output"),
+        temperature: float = typer.Option(0.0, help="sampling temperature (0 = greedy)"),
+        episode_timeout: float = typer.Option(1800, help="wall clock of one episode (s)"),
+        timeout: float = typer.Option(1800, help="test command timeout when grading (s)"),
+        direct_patch: bool = typer.Option(False, help="gold|empty: grade the patch without an episode"),
+    ) -> None:  # fmt: skip
+        """Run POLICY as an agent in SWEEnv on every instance of DATASET and grade the patches SWE-bench style."""
         from rich.console import Console
-        from rich.table import Table
 
-        from swe_srl.evaluate import evaluate, make_solver
+        from swe_srl.eval_report import summary_tables
+        from swe_srl.evaluate import EvalSettings, evaluate
         from swe_srl.tasks import load_instances, select_instances
 
         console = Console()
-        todo = select_instances(load_instances(dataset), instances)
-        report = evaluate(make_solver(policy), todo, out, workers=workers, repos_dir=repos_dir, timeout=timeout,
-                          progress=lambda r: console.print(f"{r['instance_id']}: {r['status']}"))  # fmt: skip
-        table = Table(title=f"{policy} on {dataset}")
-        for column in ("instances", "resolved", "rate", *sorted(report["statuses"])):
-            table.add_column(column)
-        table.add_row(str(report["total"]), str(report["resolved"]), f"{report['resolved_rate']:.1%}",
-                      *(str(report["statuses"][k]) for k in sorted(report["statuses"])))  # fmt: skip
-        console.print(table)
+        settings = EvalSettings(policy, base_url=base_url, model=model, max_steps=max_steps,
+                                episode_timeout_s=episode_timeout, max_new_tokens=max_new_tokens,
+                                temperature=temperature, oracle_files=oracle_files,
+                                repos_dir=str(repos_dir) if repos_dir else None, grade_timeout_s=timeout,
+                                direct=direct_patch)  # fmt: skip
+        ids = [i.strip() for i in instances.split(",") if i.strip()]
+        todo = select_instances(load_instances(dataset), ids)
+        console.print(f"{policy} on {len(todo)} instance(s) of {dataset} → {out}")
+        report = evaluate(settings, todo, out, workers=workers, ray=ray, dataset=dataset,
+                          progress=lambda r: console.print(_line(r), highlight=False))  # fmt: skip
+        for table in summary_tables(report, f"{policy} on {dataset}"):
+            console.print(table)
+        for error in report["errors"]:
+            console.print(f"[red]infra error[/] {error['instance_id']}: {error['error']}", highlight=False)
         console.print(f"predictions: {out / 'predictions.jsonl'}  report: {out / 'report.json'}")
+
+
+def _line(record: dict) -> str:
+    return (f"{record['instance_id']}: {record['status']} ({record.get('exit_reason')}, "
+            f"{record.get('steps', 0)} steps, {record.get('wall_s', 0):.0f}s)")  # fmt: skip

@@ -34,13 +34,13 @@ def validate_cmd(dataset: str = typer.Argument("bundled"), workers: int = typer.
     import tempfile
 
     from swe_srl.errors import TaskError
-    from swe_srl.evaluate import EmptySolver, GoldSolver, evaluate
+    from swe_srl.evaluate import EvalSettings, evaluate
     from swe_srl.tasks import load_instances
 
     instances = load_instances(dataset)
     with tempfile.TemporaryDirectory() as tmp:
-        gold = evaluate(GoldSolver(), instances, Path(tmp) / "gold", workers=workers)
-        empty = evaluate(EmptySolver(), instances, Path(tmp) / "empty", workers=workers)
+        gold = evaluate(EvalSettings("gold", direct=True), instances, Path(tmp) / "gold", workers=workers)
+        empty = evaluate(EvalSettings("empty", direct=True), instances, Path(tmp) / "empty", workers=workers)
     bad = [i for i, s in gold["per_instance"].items() if s != "resolved"]
     bad += [i for i, s in empty["per_instance"].items() if s == "resolved"]
     typer.echo(f"gold {gold['resolved']}/{gold['total']}, empty {empty['resolved']}/{empty['total']}")

@@ -3,6 +3,7 @@ a tiny dataset (OpenAI-compatible server, replay), and resume after the run is k
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -18,8 +20,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docker"))
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
-# TODO(issue 7): drop once swe_srl/commands/evaluate.py (tasks team) lands and is extended with agent policies.
-pytest.importorskip("swe_srl.commands.evaluate", reason="`swe-srl eval` is not registered yet")
 
 
 @pytest.fixture(scope="module")
@@ -77,11 +77,12 @@ class _ChatServer:
 
     def __init__(self, outputs: list[str]) -> None:
         self.outputs = list(outputs)
+        self.requests: list[dict] = []
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
-                self.rfile.read(int(self.headers["Content-Length"]))
+                owner.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
                 text = owner.outputs.pop(0)
                 body = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
                 self.send_response(200)
@@ -97,23 +98,66 @@ class _ChatServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
 
-def test_openai_policy_resolves_through_a_local_server(tiny: Path, tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _serving(outputs: list[str]) -> Iterator[_ChatServer]:
+    server = _ChatServer(outputs)
+    threading.Thread(target=server.httpd.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+
+
+def test_openai_policy_resolves_with_oracle_files_in_the_prompt(tiny: Path, tmp_path: Path) -> None:
     from swe_srl.policies import gold_script
     from swe_srl.tasks import load_instances
 
     instance = load_instances(str(tiny))[0]
-    server = _ChatServer(gold_script(instance))
-    threading.Thread(target=server.httpd.serve_forever, daemon=True).start()
-    try:
+    with _serving(gold_script(instance)) as server:
         args = ["--policy", "openai", "--base-url", server.url, "--model", "tiny", "--dataset", str(tiny)]
-        _eval(*args, "--instances", instance.instance_id, out=tmp_path)
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+        _eval(*args, "--instances", instance.instance_id, "--oracle-files", out=tmp_path)
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["resolved_rate"] == 1.0 and server.outputs == []
+    assert _predictions(tmp_path)[instance.instance_id]["model_name_or_path"] == "tiny"
     traj = json.loads((tmp_path / "trajectories" / f"{instance.instance_id}.jsonl").read_text())
     assert [s["action"].splitlines()[-1] for s in traj["steps"]][-1] == "submit"
+    assert traj["metadata"]["oracle_files"] == ["calc.py"] and traj["resolved"] is True
+    first_prompt = server.requests[0]["messages"][1]["content"]  # oracle setting: path + content at base
+    assert "calc.py" in first_prompt and "return a - b" in first_prompt
+
+
+def test_malformed_output_ends_at_max_steps_with_format_errors_counted(tiny: Path, tmp_path: Path) -> None:
+    from swe_srl.tasks import load_instances
+
+    instance = load_instances(str(tiny))[0]
+    with _serving(["I think I should run ls"] * 3) as server:
+        args = ["--policy", "openai", "--base-url", server.url, "--model", "m", "--dataset", str(tiny)]
+        _eval(*args, "--instances", instance.instance_id, "--max-steps", "3", out=tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["instances"][instance.instance_id] == {
+        "status": "unresolved", "exit_reason": "max_steps", "steps": 3, "format_errors": 3
+    }  # fmt: skip
+    assert (report["format_errors"], report["format_error_rate"], report["mean_steps"]) == (3, 1.0, 3.0)
+    assert report["errors"] == [] and server.outputs == []
+
+
+def test_tiny_hf_checkpoint_completes_and_reports(tiny: Path, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from swe_srl.prompts import build_messages
+    from swe_srl.tasks import load_instances
+    from swe_srl.train.tiny import make_tiny_policy
+
+    instance = load_instances(str(tiny))[0]
+    texts = [m["content"] for m in build_messages(instance.problem_statement, [("ls", "calc.py")])]
+    model = make_tiny_policy(texts, tmp_path / "tiny-model")
+    args = ["--policy", f"hf:{model}", "--dataset", str(tiny), "--instances", instance.instance_id]
+    _eval(*args, "--max-steps", "2", "--max-new-tokens", "12", out=tmp_path / "out")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    row = report["instances"][instance.instance_id]
+    assert report["total"] == 1 and report["errors"] == [] and 1 <= row["steps"] <= 2
+    assert row["status"] in ("resolved", "unresolved") and row["exit_reason"] in ("max_steps", "submitted")
+    assert (tmp_path / "out" / "trajectories" / f"{instance.instance_id}.jsonl").is_file()
 
 
 def test_replay_of_an_eval_trajectory_reproduces_its_patch(tiny: Path, tmp_path: Path) -> None:

@@ -26,6 +26,10 @@ from swe_srl.mutations import apply_site, find_sites, locate, unified_diff
 from swe_srl.repos import git_snapshot
 
 OK = (PASSED, "XFAIL")
+# Bundled libraries are pure Python: /testbed goes on sys.path through a .pth file instead of an install step.
+PTH_LINE = (
+    'echo /testbed > "$(python -c \'import sysconfig; print(sysconfig.get_paths()["purelib"])\')/testbed.pth"'
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class Library:
 
     def env(self) -> dict:
         return {"python": self.python, "pip_packages": list(self.pip_packages), "test_cmd": "pytest -rA",
-                "test_files": list(self.test_files), "install": ""}  # fmt: skip
+                "test_files": list(self.test_files), "install": "", "env_setup": [PTH_LINE]}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -256,10 +260,8 @@ def _library(entry: dict) -> Library:
     return Library(**fields)
 
 
-def _validate_library(
-    lib: Library, tree: Path, recipes: list[TaskRecipe], clean_passing: list[str]
-) -> dict[str, str]:
-    """Re-run every mutation of ``lib`` in one container; ``{id: test log}`` of those that reproduce."""
+def _validate_library(lib: Library, tree: Path, recipes: list[TaskRecipe]) -> dict[str, tuple[str, list[str]]]:
+    """Re-run every mutation of ``lib`` in one container: ``{id: (log, PASS_TO_PASS)}`` of those reproducing."""
     from swe_srl.grading import instance_image
     from swe_srl.sandbox.base import SandboxSpec
     from swe_srl.sandbox.docker import DockerSandbox
@@ -268,7 +270,7 @@ def _validate_library(
     commit = git_snapshot(tree, f"{lib.name} {lib.version} (clean)")
     clean = Instance(f"{lib.key}-clean", lib.repo, commit, "", "", "", version=lib.version,
                      extra={"env": lib.env(), "repo_dir": str(tree)})  # fmt: skip
-    ok: dict[str, str] = {}
+    ok: dict[str, tuple[str, list[str]]] = {}
     with DockerSandbox(SandboxSpec(image=instance_image(clean), base_commit=commit)) as sandbox:
         runner = SandboxRunner(sandbox, clean)
         base, _ = runner.run("")
@@ -276,12 +278,8 @@ def _validate_library(
             mutated, _ = mutate(tree, recipe)
             tests, log = runner.run(unified_diff(recipe.file, (tree / recipe.file).read_text(), mutated))
             split = check_mutation(base, tests)
-            if (
-                split
-                and split[0] == sorted(recipe.FAIL_TO_PASS)
-                and set(split[1]) >= set(clean_passing) - set(split[0])
-            ):
-                ok[recipe.id] = log
+            if split and split[0] == sorted(recipe.FAIL_TO_PASS):
+                ok[recipe.id] = (log, split[1])
     return ok
 
 
@@ -294,18 +292,16 @@ def _materialize(recipes_path: Path, root: Path, validate: bool, console) -> lis
         tree = extract_sdist(fetch_sdist(lib.name, lib.version, lib.sha256 or None), root / "src" / lib.key)
         recipes = [TaskRecipe(**{**t, "FAIL_TO_PASS": tuple(t["FAIL_TO_PASS"])}) for t in entry["tasks"]]
         passing = list(entry["clean_passing"])
-        keep = {r.id: "" for r in recipes}
+        keep = {r.id: ("", [t for t in passing if t not in r.FAIL_TO_PASS]) for r in recipes}
         if validate:
             console.print(f"validating {len(recipes)} {lib.name} tasks in a container...")
-            keep = _validate_library(lib, tree, recipes, passing)
-            for dropped in sorted({r.id for r in recipes} - keep):
+            keep = _validate_library(lib, tree, recipes)
+            for dropped in sorted({r.id for r in recipes} - set(keep)):
                 console.print(f"[yellow]warning:[/] {dropped} no longer reproduces its FAIL_TO_PASS; skipped")
         for recipe in recipes:
             if recipe.id in keep:
-                f2p = list(recipe.FAIL_TO_PASS)
-                log = keep[recipe.id]
-                record = build_instance(lib, tree, recipe, root / "repos" / recipe.id, f2p,
-                                        [t for t in passing if t not in f2p], log)  # fmt: skip
+                log, p2p = keep[recipe.id]
+                record = build_instance(lib, tree, recipe, root / "repos" / recipe.id, list(recipe.FAIL_TO_PASS), p2p, log)
                 record.update(split=lib.split, suite="bundled", validated=validate)
                 records.append(record)
         shutil.rmtree(tree / ".git", ignore_errors=True)

@@ -1,0 +1,40 @@
+"""Synthesis on a real PyPI library (parse 1.20.2) in a container: kept tasks are valid SWE-bench records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swe_srl.errors import TaskError
+from swe_srl.grading import grade, instance_image
+from swe_srl.repos import extract_sdist, fetch_sdist, git_snapshot
+from swe_srl.sandbox.base import SandboxSpec
+from swe_srl.sandbox.docker import DockerSandbox
+from swe_srl.synth import Library, SandboxRunner, candidate_recipes, synthesize
+from swe_srl.tasks import Instance
+
+pytestmark = pytest.mark.docker
+LIB = Library("parse", "1.20.2", "r1chardj0n3s/parse", ("tests",))
+
+
+def test_synthesize_parse(docker_engine, tmp_path: Path) -> None:
+    try:
+        tree = extract_sdist(fetch_sdist(LIB.name, LIB.version), tmp_path / "src")
+    except TaskError as exc:
+        pytest.skip(f"PyPI unreachable: {exc}")
+    commit = git_snapshot(tree, "clean")
+    clean = Instance("parse-clean", LIB.repo, commit, "", "", "", version=LIB.version,
+                     extra={"env": LIB.env(), "repo_dir": str(tree)})  # fmt: skip
+    candidates = candidate_recipes(LIB, tree, ["parse.py"], count=4, seed=3)
+    assert candidates == candidate_recipes(LIB, tree, ["parse.py"], count=4, seed=3)  # deterministic
+    with DockerSandbox(SandboxSpec(image=instance_image(clean), base_commit=commit)) as sandbox:
+        records = synthesize(LIB, tree, SandboxRunner(sandbox, clean), candidates, tmp_path / "repos")
+    assert records, "no mutation of parse.py was caught by its tests"
+    inst = Instance.from_record(records[0])
+    assert inst.FAIL_TO_PASS and inst.PASS_TO_PASS and not set(inst.FAIL_TO_PASS) & set(inst.PASS_TO_PASS)
+    assert inst.oracle_files == ["parse.py"]
+    assert (
+        "parse.py" not in inst.problem_statement
+    )  # the report names the failing behaviour, not the fix location
+    assert grade(inst, inst.patch).status == "resolved"

@@ -59,6 +59,15 @@ class TinyOptions(_Strict):
     seed: int = Field(0, description="Init seed.")
 
 
+class RlvrOptions(_Strict):
+    """SRL → RLVR (``--stage rlvr``): multi-turn episodes in ``SWEEnv`` with the outcome reward."""
+
+    instances: int = Field(2, ge=1, description="Episodes come from the first N train instances of the task set.")
+    max_turns: int = Field(3, ge=1, description="Model turns per episode (unsubmitted → unresolved, reward 0).")
+    max_new_tokens: int = Field(48, ge=1, description="Tokens the policy writes per turn.")
+    command_timeout_s: float = Field(30.0, gt=0, description="Per-command timeout in the sandbox.")
+
+
 class TrainConfig(_Strict):
     """One training run. ``trl`` holds GRPOConfig options (on top of the defaults for the chosen model)."""
 
@@ -81,6 +90,7 @@ class TrainConfig(_Strict):
     lora: LoraOptions = Field(default_factory=LoraOptions)
     eval: EvalOptions = Field(default_factory=EvalOptions)
     tiny: TinyOptions = Field(default_factory=TinyOptions)
+    rlvr: RlvrOptions = Field(default_factory=RlvrOptions)
     fast_generation: bool = Field(
         True, description="On CUDA: static KV cache + compiled decoding for rollouts."
     )

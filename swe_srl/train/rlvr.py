@@ -4,16 +4,18 @@
 An ``EpisodeRunner`` plays one episode with a ``generate`` function (prompt token ids → one model turn's token
 ids) and returns the transcript as token ids with a mask (1 = model tokens, 0 = environment observation tokens,
 TRL's ``env_mask``) and the outcome reward (1 resolved, 0 not, None on infra failure → no gradient).
-The env-backed runner (``swe_srl.env``) is not wired in yet: ``run_rlvr`` says so.
+:class:`EnvEpisodeRunner` plays the episodes in :class:`swe_srl.env.SWEEnv` (outcome reward, a few turns); the
+observation tokens between turns are the chat template's own rendering of the observation as a user turn.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from swe_srl.errors import TrainingError
+from swe_srl.errors import GradingError, SandboxError, TrainingError
 
 GenerateFn = Callable[[list[int]], list[int]]
 
@@ -93,9 +95,100 @@ def outcome_reward(prompts: list, completions: list, outcome_reward: list, **_: 
 outcome_reward.__name__ = "outcome_reward"
 
 
+def prompt_key(prompt: Any) -> str:
+    """A stable key of a dataset prompt (conversational or text), to find the row's instance in the rollout."""
+    return json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+
+
+class EnvEpisodeRunner:
+    """Plays one ``SWEEnv`` episode per row with the outcome reward: the model's turns are its tokens (mask 1), the
+    observations between them the chat template's user turns (mask 0). Unsubmitted after ``max_turns`` → 0.0;
+    an infrastructure failure (sandbox, grading) → None (no gradient)."""
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        instances: list[Any],
+        *,
+        prompt_ids: dict[str, str] | None = None,
+        max_turns: int = 3,
+        think_prefix: str = "",
+        env_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        from swe_srl.env import SWEEnv
+
+        self.tokenizer, self.max_turns, self.think_prefix = tokenizer, max_turns, think_prefix
+        self.instance_of = dict(prompt_ids or {})
+        self.env = SWEEnv(instances=instances, reward_mode="outcome", **(env_kwargs or {}))
+        self.episodes = 0
+
+    def close(self) -> None:
+        self.env.close()
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _render(self, messages: list[dict[str, str]], generation: bool) -> str:
+        return str(
+            self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation)
+        )
+
+    def between_turns(self, messages: list[dict[str, str]], observation: str, ended_with_eos: bool) -> str:
+        """The template text after an assistant turn: end of turn, the observation as a user turn, next prompt."""
+        mark = "\x00SWE_SRL_TURN\x00"
+        full = self._render(
+            [*messages, {"role": "assistant", "content": mark}, {"role": "user", "content": observation}],
+            True,
+        )
+        tail = full[full.index(mark) + len(mark) :]
+        eos = self.tokenizer.eos_token or ""
+        return tail[len(eos) :] if ended_with_eos and eos and tail.startswith(eos) else tail
+
+    def run(self, row: dict[str, Any], generate: GenerateFn) -> EpisodeResult:
+        instance_id = row.get("instance_id") or self.instance_of.get(prompt_key(row["prompt"]))
+        if not instance_id:
+            raise TrainingError("RLVR row has no instance_id and its prompt is not one of the RLVR dataset's")
+        self.episodes += 1
+        try:
+            return self._play(instance_id, generate)
+        except (SandboxError, GradingError) as exc:  # infra, not the policy: no gradient
+            self.env.close()
+            eos = self.tokenizer.eos_token_id or 0
+            return EpisodeResult([eos], [eos], [0], None, {"error": str(exc)})
+
+    def _play(self, instance_id: str, generate: GenerateFn) -> EpisodeResult:
+        _, info = self.env.reset(options={"instance_id": instance_id})
+        messages = list(info["messages"])
+        prompt_ids = self._encode(self._render(messages, True))
+        completion: list[int] = []
+        mask: list[int] = []
+        reward, details = 0.0, {"instance_id": instance_id, "turns": 0, "format_errors": 0}
+        for turn in range(self.max_turns):
+            ids = generate(prompt_ids + completion)
+            completion += ids
+            mask += [1] * len(ids)
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            obs, step_reward, terminated, truncated, step_info = self.env.step(self.think_prefix + text)
+            details["turns"] = turn + 1
+            details["format_errors"] += step_info.get("format_error") is not None
+            if terminated:
+                reward = float(step_reward)
+                details["grade_status"] = step_info.get("grade_status")
+                break
+            if truncated or turn == self.max_turns - 1:
+                break
+            ended = bool(ids) and ids[-1] == self.tokenizer.eos_token_id
+            messages.append({"role": "assistant", "content": self.think_prefix + text})
+            env_ids = self._encode(self.between_turns(messages[:-1], obs, ended))
+            messages.append({"role": "user", "content": obs})
+            completion += env_ids
+            mask += [0] * len(env_ids)
+        self.env.close()
+        return EpisodeResult(prompt_ids, completion, mask, reward, details)
+
+
 def run_rlvr(config: Any, *, console: Any = None) -> dict[str, Any]:
-    """RLVR stage entry point (``--stage rlvr --init CKPT``)."""
-    raise TrainingError(
-        f"--stage rlvr (init {config.init}): the environment-backed EpisodeRunner is not wired in yet; "
-        "swe_srl.train.rlvr provides make_rollout_func(runner) for it — run --stage srl for now"
-    )
+    """RLVR stage entry point (``--stage rlvr --init CKPT``): see :mod:`swe_srl.train.rlvr_run`."""
+    from swe_srl.train.rlvr_run import run_rlvr as run
+
+    return run(config, console=console)

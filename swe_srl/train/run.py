@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,40 +15,73 @@ from swe_srl.train.config import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS, TrainConf
 
 
 def default_samples(oracle_files: bool) -> Path:
-    """Samples of the bundled tasks' scripted-expert trajectories (decomposed, with oracle files if asked)."""
-    raise TrainingError(
-        "no default samples yet: the bundled scripted-expert trajectories are not wired in; "
-        "pass --samples FILE (from `swe-srl decompose`) or --trajectories PATH"
+    """Samples of the bundled tasks' scripted-expert trajectories (train split trained on, test split held out),
+    decomposed with the oracle files if asked; cached by inputs."""
+    from swe_srl.train.samples import default_sample_set
+
+    return default_sample_set(oracle_files).path
+
+
+def _task_instances(config: TrainConfig):
+    from swe_srl.tasks import load_instances
+
+    return load_instances(config.tasks) if config.tasks else None
+
+
+def resolve_samples(config: TrainConfig):
+    """The run's :class:`~swe_srl.train.samples.SampleSet`: --samples (+ --trajectories for the effect layer), else
+    decomposed --trajectories (oracle files and splits from --tasks), else the bundled default."""
+    from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
+
+    if config.samples:
+        trajs = []
+        if config.trajectories:
+            from swe_srl.trajectories import import_trajectories
+
+            trajs = [t for source in config.trajectories for t in import_trajectories(source)]
+        return SampleSet(Path(config.samples), trajs, _task_instances(config))
+    if config.trajectories:
+        return build_samples(
+            config.trajectories, instances=_task_instances(config), oracle_files=config.oracle_files
+        )
+    if config.tasks:
+        raise TrainingError(
+            f"--tasks {config.tasks} without --trajectories: pass the expert trajectories of that task set "
+            "(`swe-srl expert generate` or any importer format), or drop --tasks for the bundled default"
+        )
+    return default_sample_set(config.oracle_files)
+
+
+def build_effect(config: TrainConfig, sample_set) -> Any:
+    """The sandbox effect evaluator for ``--effect cached|full`` (None when off), knowing the run's trajectories."""
+    if config.effect == "off":
+        return None
+    if config.reward != "layered":
+        raise TrainingError(
+            f"--effect {config.effect} needs --reward layered (the srl reward has no effect layer)"
+        )
+    if not sample_set.trajectories:
+        raise TrainingError(
+            f"--effect {config.effect} replays the expert trajectories the samples came from: pass them with "
+            "--trajectories (or use the bundled default / --trajectories instead of --samples)"
+        )
+    from swe_srl.rewards.effect_sandbox import SandboxEffect
+
+    return SandboxEffect(
+        config.effect,
+        trajectories=sample_set.trajectories,
+        instances=sample_set.instances,
+        dataset=config.tasks or "bundled",
     )
 
 
-def resolve_samples(config: TrainConfig) -> Path:
-    """The samples JSONL for this run: --samples, else decomposed --trajectories, else the bundled default."""
-    if config.samples:
-        return Path(config.samples)
-    if config.trajectories:
-        if config.oracle_files:
-            raise TrainingError(
-                "--oracle-files with --trajectories: decompose with oracle files first "
-                "(`swe-srl decompose TRAJ --oracle-files -o samples.jsonl`), then pass --samples samples.jsonl"
-            )
-        from swe_srl.trajectories import decompose, import_trajectories
-
-        trajs = [t for source in config.trajectories for t in import_trajectories(source)]
-        samples, _ = decompose(trajs, oracle_files=None)
-        path = config.output_dir / "samples.jsonl"
-        atomic_write_text(path, "".join(json.dumps(s) + "\n" for s in samples))
-        return path
-    return default_samples(config.oracle_files)
-
-
-def build_reward(config: TrainConfig) -> Any:
+def build_reward(config: TrainConfig, effect: Any = None) -> Any:
     """The shared SRL reward (rewards team), configured from the run's options."""
     try:
         from swe_srl.rewards import SRLReward
     except ImportError as exc:
         raise TrainingError(f"the reward implementation is not available: {exc}") from exc
-    return SRLReward(mode=config.reward, effect_mode=config.effect, fuzzy=config.fuzzy)
+    return SRLReward(mode=config.reward, effect_mode=config.effect, fuzzy=config.fuzzy, effect=effect)
 
 
 def think_prefix(tokenizer) -> str:
@@ -60,13 +94,14 @@ def think_prefix(tokenizer) -> str:
     return THINK_OPEN if str(text).rstrip().endswith(THINK_OPEN) else ""
 
 
-def grpo_args(config: TrainConfig, tiny: bool):
-    """GRPOConfig = method defaults (tiny or real) + the run's ``trl`` options + paths and logging."""
+def grpo_args(config: TrainConfig, tiny: bool, defaults: dict[str, Any] | None = None):
+    """GRPOConfig = method defaults (tiny or real, or ``defaults``) + the run's ``trl`` options + paths, logging."""
     import torch
     from trl import GRPOConfig
 
     cuda = torch.cuda.is_available()
-    options = {**(TINY_TRL_DEFAULTS if tiny else REAL_TRL_DEFAULTS), **config.trl}
+    base = defaults if defaults is not None else (TINY_TRL_DEFAULTS if tiny else REAL_TRL_DEFAULTS)
+    options = {**base, **config.trl}
     if not cuda:
         options.update(bf16=False, use_cpu=True)
         if "gradient_checkpointing" not in config.trl:
@@ -106,7 +141,7 @@ def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bo
     return str(path), True
 
 
-def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, console=None):
+def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, console=None, effect=None):
     """The configured ``SRLGRPOTrainer`` with metrics, held-out eval and progress callbacks."""
     from transformers import AutoTokenizer, PrinterCallback
 
@@ -118,7 +153,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)
-    reward = reward_func if reward_func is not None else build_reward(config)
+    reward = reward_func if reward_func is not None else build_reward(config, effect)
     if prefix:
         reward = PrefixedReward(reward, prefix)
     metrics = MetricsCallback(config.output_dir)
@@ -143,7 +178,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     return trainer, evaluator
 
 
-def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, int]) -> dict[str, Any]:
+def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -> dict[str, Any]:
     """First vs last fifth of the logged mean rewards, eval history, paths."""
     from swe_srl.train.callbacks import read_metrics
 
@@ -178,6 +213,7 @@ def run_training(config: TrainConfig, *, reward_func=None, console=None) -> dict
         from swe_srl.train.rlvr import run_rlvr
 
         return run_rlvr(config, console=console)
+    started = time.monotonic()
     out = config.output_dir
     checkpoint = get_last_checkpoint(str(out)) if config.resume and out.is_dir() else None
     if config.resume and checkpoint is None:
@@ -185,15 +221,15 @@ def run_training(config: TrainConfig, *, reward_func=None, console=None) -> dict
     if not config.resume:
         (out / "metrics.jsonl").unlink(missing_ok=True)
         shutil.rmtree(out / "tiny-model", ignore_errors=True)
-    train_rows, test_rows = split_rows(
-        read_samples(resolve_samples(config)), config.test_fraction, config.seed
-    )
-    trainer, evaluator = build_trainer(config, train_rows, test_rows, reward_func, console)
+    sample_set = resolve_samples(config)
+    train_rows, test_rows = split_rows(read_samples(sample_set.path), config.test_fraction, config.seed)
+    effect = build_effect(config, sample_set) if reward_func is None else None
+    trainer, evaluator = build_trainer(config, train_rows, test_rows, reward_func, console, effect)
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
-    summary = summarize(
-        config, trainer, evaluator, {"train_samples": len(train_rows), "test_samples": len(test_rows)}
-    )
+    counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}
+    summary = summarize(config, trainer, evaluator, {**counts, "test_samples": len(test_rows)})
+    summary["wall_time_s"] = round(time.monotonic() - started, 1)
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary

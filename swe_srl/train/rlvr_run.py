@@ -1,0 +1,141 @@
+"""``--stage rlvr``: GRPO on multi-turn ``SWEEnv`` episodes (outcome reward) from an SRL checkpoint, through TRL's
+``rollout_func`` hook and :class:`~swe_srl.train.rlvr.EnvEpisodeRunner`.
+
+Small defaults so it runs on CPU with the tiny model: the first ``rlvr.instances`` train instances, 2 episodes per
+prompt, ``rlvr.max_turns`` turns of ``rlvr.max_new_tokens`` tokens, 4 steps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from swe_srl.errors import TrainingError
+from swe_srl.paths import atomic_write_text
+from swe_srl.train.config import REAL_TRL_DEFAULTS, TrainConfig
+
+TINY_RLVR_TRL_DEFAULTS: dict[str, Any] = {
+    "num_generations": 2,
+    "temperature": 1.0,
+    "learning_rate": 1e-4,
+    "beta": 0.05,
+    "per_device_train_batch_size": 4,  # 2 prompts × 2 episodes
+    "gradient_accumulation_steps": 1,
+    "max_completion_length": 256,
+    "max_grad_norm": 1.0,
+    "max_steps": 4,
+    "logging_steps": 1,
+    "save_steps": 2,
+    "bf16": False,
+}
+REAL_RLVR_TRL_DEFAULTS: dict[str, Any] = {
+    **REAL_TRL_DEFAULTS,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 4,
+    "max_completion_length": 4096,
+}
+
+
+def rlvr_instances(config: TrainConfig) -> list:
+    """The first ``rlvr.instances`` train-split instances of ``--tasks`` (default: the bundled suite)."""
+    from swe_srl.tasks import load_instances
+
+    instances = load_instances(config.tasks or "bundled")
+    train = [i for i in instances if i.extra.get("split", "train") == "train"] or instances
+    if not train:
+        raise TrainingError(f"task set {config.tasks or 'bundled'} holds no instances for RLVR episodes")
+    return train[: config.rlvr.instances]
+
+
+def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
+    """One dataset row per instance: the task prompt (as the env renders it) and the instance id."""
+    from swe_srl.prompts import build_messages
+
+    oracle = {}
+    if config.oracle_files:
+        from swe_srl.train.samples import task_oracle_files
+
+        oracle = task_oracle_files(instances)
+    rows = []
+    for instance in instances:
+        files = oracle.get(instance.instance_id) or None
+        prompt = build_messages(instance.problem_statement, [], oracle_files=files)
+        rows.append({"prompt": prompt, "instance_id": instance.instance_id})
+    return rows
+
+
+def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, console):
+    from transformers import AutoTokenizer, PrinterCallback
+
+    from swe_srl.train.callbacks import MetricsCallback, RichProgressCallback
+    from swe_srl.train.data import to_dataset
+    from swe_srl.train.rlvr import make_rollout_func, outcome_reward
+    from swe_srl.train.run import grpo_args, prepare_policy, think_prefix
+    from swe_srl.train.trainer import SRLGRPOTrainer
+
+    model_path, tiny = prepare_policy(config, rows)
+    args = grpo_args(config, tiny, TINY_RLVR_TRL_DEFAULTS if tiny else REAL_RLVR_TRL_DEFAULTS)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    prefix = think_prefix(tokenizer)
+    runner = runner_factory(tokenizer, prefix)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    trainer = SRLGRPOTrainer(
+        model=model_path,
+        reward_funcs=[outcome_reward],
+        args=args,
+        train_dataset=to_dataset(rows),
+        processing_class=tokenizer,
+        callbacks=[MetricsCallback(config.output_dir), RichProgressCallback(console)],
+        rollout_func=make_rollout_func(runner, config.rlvr.max_new_tokens),
+        advantage=config.advantage,
+        dynamic_sampling=config.dynamic_sampling,
+        format_prefix=prefix,
+        fast_generation=False,
+    )
+    trainer.remove_callback(PrinterCallback)
+    return trainer, runner
+
+
+def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
+    """Train from ``config.init`` on environment episodes; writes checkpoints, metrics, plot, ``summary.json``."""
+    from swe_srl.sandbox.base import Limits
+    from swe_srl.train.callbacks import read_metrics
+    from swe_srl.train.rlvr import EnvEpisodeRunner, prompt_key
+
+    started, out = time.monotonic(), config.output_dir
+    (out / "metrics.jsonl").unlink(missing_ok=True)
+    instances = rlvr_instances(config)
+    rows = rlvr_rows(config, instances)
+    ids = {prompt_key(r["prompt"]): r["instance_id"] for r in rows}
+    limits = Limits(command_timeout_s=config.rlvr.command_timeout_s, episode_timeout_s=600.0)
+    env_kwargs = {"limits": limits, "oracle_files": config.oracle_files}
+
+    def runner_factory(tokenizer, prefix):
+        return EnvEpisodeRunner(
+            tokenizer, instances, prompt_ids=ids, max_turns=config.rlvr.max_turns, think_prefix=prefix,
+            env_kwargs=env_kwargs,
+        )  # fmt: skip
+
+    trainer, runner = _trainer(config, rows, runner_factory, console)
+    try:
+        trainer.train()
+    finally:
+        runner.close()
+    trainer.save_model(str(out / "final"))
+    trainer.processing_class.save_pretrained(str(out / "final"))
+    rewards = [r["reward"] for r in read_metrics(out / "metrics.jsonl") if "reward" in r]
+    summary = {
+        "stage": "rlvr",
+        "init": config.init,
+        "instances": [i.instance_id for i in instances],
+        "steps": trainer.state.global_step,
+        "episodes": runner.episodes,
+        "mean_outcome_reward": sum(rewards) / len(rewards) if rewards else float("nan"),
+        "final_model": str(out / "final"),
+        "metrics": str(out / "metrics.jsonl"),
+        "wall_time_s": round(time.monotonic() - started, 1),
+    }
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary

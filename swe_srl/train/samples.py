@@ -1,0 +1,140 @@
+"""Trajectories + task set → SRL step samples (JSONL), cached under ``paths.cache_dir("samples")`` by their inputs.
+
+The default run uses the bundled suite: scripted-expert trajectories of ``bundled:train`` (trained on) and of
+``bundled:test`` (held-out evaluation only; their samples carry ``split="test"``). Oracle file contents come from
+each task's repository at ``base_commit`` (the materialized repo of a bundled/synthesized task, ``--repos-dir``
+clones, or the repos cache), read with ``git show``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swe_srl.errors import TrainingError
+from swe_srl.paths import atomic_write_text, cache_dir
+from swe_srl.tasks import Instance
+from swe_srl.trajectories.schema import Trajectory
+
+SAMPLES_FORMAT = "1"
+"""Bump when the sample records change in a way the cache key does not see."""
+
+
+@dataclass
+class SampleSet:
+    """A samples JSONL and what it was built from (the trajectories are needed by the effect layer)."""
+
+    path: Path
+    trajectories: list[Trajectory] = field(default_factory=list)
+    instances: list[Instance] | None = None
+
+
+def instance_repo(instance: Instance, repos_dir: Path | None = None) -> Path:
+    """The git repository holding ``instance.base_commit``: ``extra["repo_dir"]`` (bundled/synthesized tasks), else
+    a clone from ``repos_dir`` or the repos cache (:func:`swe_srl.repos.repo_source`)."""
+    if instance.extra.get("repo_dir"):
+        return Path(instance.extra["repo_dir"])
+    from swe_srl.repos import repo_source
+
+    return repo_source(instance.repo, repos_dir)
+
+
+def task_oracle_files(
+    instances: Iterable[Instance], repos_dir: Path | None = None
+) -> dict[str, dict[str, str]]:
+    """instance_id → {path: content at base_commit} of the files the gold patch touches (added files: empty)."""
+    from swe_srl.trajectories.oracle import file_at_commit
+
+    contents: dict[str, dict[str, str]] = {}
+    for instance in instances:
+        repo = instance_repo(instance, repos_dir)
+        contents[instance.instance_id] = {
+            path: file_at_commit(repo, instance.base_commit, path) or "" for path in instance.oracle_files
+        }
+    return contents
+
+
+def _code_version() -> str:
+    from swe_srl import prompts
+    from swe_srl.trajectories import decompose
+
+    text = Path(decompose.__file__).read_text() + Path(prompts.__file__).read_text()
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _source_key(source: str) -> str:
+    path = Path(source)
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        return hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in files)).hexdigest()
+    return source  # a HF dataset id
+
+
+def samples_key(sources: Sequence[str], instances: Sequence[Instance] | None, oracle_files: bool) -> str:
+    """Cache key of a samples file: trajectory contents, the task set's ids/splits/commits, options, code."""
+    tasks = [
+        [i.instance_id, i.base_commit, i.patch, i.extra.get("split"), str(i.extra.get("repo_dir", ""))]
+        for i in instances or []
+    ]
+    payload = json.dumps(
+        [SAMPLES_FORMAT, _code_version(), [_source_key(s) for s in sources], tasks, oracle_files],
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _splits(instances: Sequence[Instance]) -> dict[str, str]:
+    """instance_id → its split ("" when the task set has none: the trainer then holds out by instance hash)."""
+    return {i.instance_id: str(i.extra.get("split") or "") for i in instances}
+
+
+def build_samples(
+    sources: Sequence[str],
+    *,
+    instances: Sequence[Instance] | None = None,
+    oracle_files: bool = False,
+    repos_dir: Path | None = None,
+) -> SampleSet:
+    """Import ``sources`` (any importer format), decompose them against ``instances`` (splits, oracle files) and
+    cache the samples JSONL; a cached file with the same inputs is reused."""
+    from swe_srl.trajectories import decompose, import_trajectories
+
+    if oracle_files and instances is None:
+        raise TrainingError(
+            "--oracle-files needs the task set the trajectories belong to: pass --tasks (e.g. bundled or a .jsonl)"
+        )
+    trajs = [t for source in sources for t in import_trajectories(str(source))]
+    if instances is not None:
+        known = {i.instance_id for i in instances}
+        trajs = [t for t in trajs if t.instance_id in known]
+    if not trajs:
+        raise TrainingError(f"no trajectories of the task set's instances in {', '.join(map(str, sources))}")
+    path = cache_dir("samples") / f"samples-{samples_key(sources, instances, oracle_files)}.jsonl"
+    if not path.exists():
+        used = {t.instance_id for t in trajs}
+        wanted = [i for i in instances or [] if i.instance_id in used]
+        oracle = task_oracle_files(wanted, repos_dir) if oracle_files else None
+        splits = _splits(wanted) if instances is not None else None
+        samples, _ = decompose(trajs, oracle_files=oracle, splits=splits)
+        for sample in samples:
+            sample["split"] = sample["split"] or None
+        if not samples:
+            raise TrainingError(f"decomposing {len(trajs)} trajectories gave no samples")
+        atomic_write_text(path, "".join(json.dumps(s) + "\n" for s in samples))
+    return SampleSet(path, trajs, list(instances) if instances is not None else None)
+
+
+def default_sample_set(oracle_files: bool) -> SampleSet:
+    """Bundled suite: scripted trajectories of the train split (trained on) and the test split (held out)."""
+    from swe_srl.tasks import load_instances
+    from swe_srl.trajectories.scripted import default_trajectories
+
+    instances = load_instances("bundled")
+    splits = sorted({str(i.extra.get("split")) for i in instances})
+    sources = [str(default_trajectories(split=split)) for split in splits if split in ("train", "test")]
+    return build_samples(sources, instances=instances, oracle_files=oracle_files)

@@ -72,3 +72,39 @@ def test_rlvr_episodes_train_from_srl_checkpoint(tiny_tasks: Path, srl_checkpoin
     assert (out / "checkpoint-2").is_dir()
     model = AutoModelForCausalLM.from_pretrained(out / "final")
     assert model.config.vocab_size > 0
+
+
+def test_env_runner_masks_observations_and_grades_submit(tiny_tasks: Path, srl_checkpoint: Path):
+    """Scripted turns (fix, then submit): observation tokens are masked 0, the resolved patch scores 1.0."""
+    from transformers import AutoTokenizer
+
+    from swe_srl.tasks import load_instances
+    from swe_srl.train.rlvr import EnvEpisodeRunner, prompt_key
+    from swe_srl.train.rlvr_run import rlvr_rows
+
+    tok = AutoTokenizer.from_pretrained(srl_checkpoint)
+    instances = load_instances(str(tiny_tasks))
+    rows = rlvr_rows(load_config(None, [], stage="srl"), instances)
+    turns = iter(
+        [
+            "fix add</think>\n```bash\nsed -i 's/return a - b/return a + b/' calc.py && echo EDITED\n```<|im_end|>",
+            "done</think>\n```bash\nsubmit\n```<|im_end|>",
+        ]
+    )
+    runner = EnvEpisodeRunner(
+        tok,
+        instances,
+        prompt_ids={prompt_key(r["prompt"]): r["instance_id"] for r in rows},
+        think_prefix="<think>",
+    )
+    try:
+        result = runner.run({"prompt": rows[0]["prompt"]}, lambda ids: tok(next(turns))["input_ids"])
+    finally:
+        runner.close()
+    assert result.reward == 1.0 and result.info["grade_status"] == "resolved"
+    observation = tok.decode(
+        [t for t, m in zip(result.completion_ids, result.env_mask, strict=True) if not m]
+    )
+    model_text = tok.decode([t for t, m in zip(result.completion_ids, result.env_mask, strict=True) if m])
+    assert "EDITED" in observation and "EDITED" not in model_text.replace("echo EDITED", "")
+    assert "submit" in model_text and "submit" not in observation

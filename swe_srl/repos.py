@@ -28,7 +28,9 @@ GIT_ENV = {
 def git(repo: Path, *args: str, check: bool = True) -> str:
     """Run ``git -C repo args`` with the fixed identity; ``TaskError`` with git's message on failure."""
     env = {**os.environ, **GIT_ENV, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(paths.home())}
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        ["git", "-c", "safe.directory=*", "-C", str(repo), *args], capture_output=True, text=True, env=env
+    )
     if check and proc.returncode != 0:
         raise TaskError(f"git {' '.join(args[:3])} in {repo} failed: {proc.stderr.strip()[-500:]}")
     return proc.stdout
@@ -88,6 +90,7 @@ def fetch_sdist(name: str, version: str, sha256: str | None = None) -> Path:
 def extract_sdist(sdist: Path, dest: Path) -> Path:
     """Extract ``sdist`` into ``dest`` (replaced) with its top-level folder stripped; returns ``dest``."""
     shutil.rmtree(dest, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp, tarfile.open(sdist) as tar:
         tar.extractall(tmp, filter="data")
         (top,) = list(Path(tmp).iterdir())

@@ -43,6 +43,7 @@ class Site:
 class _Finder(ast.NodeVisitor):
     def __init__(self, source: str) -> None:
         self.source = source
+        self.lines = source.splitlines(keepends=True)
         self.stack: list[str] = []
         self.raw: list[tuple[str, str, ast.AST, tuple[int, int], tuple[int, int], str]] = []
         self.locals: dict[str, list[str]] = {}
@@ -72,7 +73,13 @@ class _Finder(ast.NodeVisitor):
             self.raw.append((".".join(self.stack), op, node, start, end, text))
 
     def seg(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.source, node) or ""
+        """Source text of ``node`` (like ``ast.get_source_segment`` without re-splitting the file each call)."""
+        (l1, c1), (l2, c2) = _span(node)
+        first, last = self.lines[l1 - 1].encode(), self.lines[l2 - 1].encode()
+        if l1 == l2:
+            return first[c1:c2].decode()
+        middle = "".join(self.lines[l1 : l2 - 1])
+        return first[c1:].decode() + middle + last[:c2].decode()
 
     def generic_visit(self, node: ast.AST) -> None:
         if self.stack and ".".join(self.stack) in self.locals:
@@ -89,7 +96,7 @@ def _sites_for(f: _Finder, node: ast.AST) -> None:
         left_end = (node.left.end_lineno, node.left.end_col_offset)
         right_start = (node.comparators[0].lineno, node.comparators[0].col_offset)
         if left_end[0] == right_start[0]:
-            gap = f.source.splitlines()[left_end[0] - 1][left_end[1] : right_start[1]]
+            gap = f.lines[left_end[0] - 1].encode()[left_end[1] : right_start[1]].decode()
             match = _CMP_RE.search(gap)
             if match:
                 op = re.sub(r"\s+", " ", match.group(0))
@@ -114,7 +121,7 @@ def _sites_for(f: _Finder, node: ast.AST) -> None:
         for i, stmt in enumerate(body):
             doc = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
             start, end = _span(stmt)
-            alone = f.source.splitlines()[start[0] - 1][: start[1]].strip() == ""
+            alone = f.lines[start[0] - 1][: start[1]].strip() == ""
             if (
                 len(body) > 1
                 and alone

@@ -1,5 +1,6 @@
-"""`swe-srl eval` end to end through the real CLI (subprocess): gold/empty on bundled test tasks, agent policies on
-a tiny dataset (OpenAI-compatible server, replay), and resume after the run is killed midway."""
+"""`swe-srl eval` end to end through the real CLI (subprocess): gold/empty on bundled test tasks; on a tiny dataset,
+an OpenAI-compatible server (oracle-file prompt), malformed output, a tiny HF checkpoint, replay of an eval
+trajectory, and resume after the run is killed midway."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def test_gold_resolves_and_empty_fails_on_bundled_test_tasks(
     from swe_srl.tasks import load_instances
 
     ids = sorted(i.instance_id for i in load_instances("bundled:test"))[:2]
+    assert ids, "the bundled suite has no test-split task (tasks/bundled.json: set a library's split to test)"
     _eval("--policy", policy, "--dataset", "bundled:test", "--instances", ",".join(ids), out=tmp_path)
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["resolved_rate"] == resolved and report["errors"] == []

@@ -56,5 +56,9 @@ def test_test_file_edits_are_reverted(bundled) -> None:
 
 def test_patch_that_does_not_apply(bundled) -> None:
     inst = pick(bundled, "test")
-    bad = inst.patch.replace("\n-", "\n-NOT THERE ", 1)
+    lines = inst.patch.splitlines(keepends=True)
+    n = next(k for k, ln in enumerate(lines) if ln.startswith("-") and not ln.startswith("---"))
+    bad = "".join(
+        lines[:n] + ["-this line is not in the file\n"] + lines[n + 1 :]
+    )  # the removed line differs
     assert grade(inst, bad).status == "patch_failed"

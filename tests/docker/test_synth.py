@@ -34,7 +34,8 @@ def test_synthesize_parse(docker_engine, tmp_path: Path) -> None:
     inst = Instance.from_record(records[0])
     assert inst.FAIL_TO_PASS and inst.PASS_TO_PASS and not set(inst.FAIL_TO_PASS) & set(inst.PASS_TO_PASS)
     assert inst.oracle_files == ["parse.py"]
-    assert (
-        "parse.py" not in inst.problem_statement
-    )  # the report names the failing behaviour, not the fix location
+    fixed = next(
+        ln[1:].strip() for ln in inst.patch.splitlines() if ln.startswith("+") and not ln.startswith("+++")
+    )
+    assert fixed not in inst.problem_statement and "@@" not in inst.problem_statement  # no fix location/code
     assert grade(inst, inst.patch).status == "resolved"

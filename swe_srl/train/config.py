@@ -57,13 +57,22 @@ class TinyOptions(_Strict):
         384, ge=280, le=32000, description="BPE vocabulary size (small: format reachable)."
     )
     seed: int = Field(0, description="Init seed.")
+    max_prompt_tokens: int = Field(
+        384,
+        ge=32,
+        description="The tiny model's context: longer prompts keep their last N tokens (whole latest messages).",
+    )
 
 
 class RlvrOptions(_Strict):
     """SRL → RLVR (``--stage rlvr``): multi-turn episodes in ``SWEEnv`` with the outcome reward."""
 
-    instances: int = Field(2, ge=1, description="Episodes come from the first N train instances of the task set.")
-    max_turns: int = Field(3, ge=1, description="Model turns per episode (unsubmitted → unresolved, reward 0).")
+    instances: int = Field(
+        2, ge=1, description="Episodes come from the first N train instances of the task set."
+    )
+    max_turns: int = Field(
+        3, ge=1, description="Model turns per episode (unsubmitted → unresolved, reward 0)."
+    )
     max_new_tokens: int = Field(48, ge=1, description="Tokens the policy writes per turn.")
     command_timeout_s: float = Field(30.0, gt=0, description="Per-command timeout in the sandbox.")
 

@@ -141,6 +141,37 @@ def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bo
     return str(path), True
 
 
+CUT_MARK = "[... earlier context cut to fit the context window ...]\n"
+MESSAGE_OVERHEAD = 6  # chat-template tokens around one message (role header, end of turn)
+
+
+def fit_prompt(messages: list[dict[str, str]], max_tokens: int, tokenizer) -> list[dict[str, str]]:
+    """Left-truncate a conversation to about ``max_tokens``: the latest messages whole, the one before them cut
+    to its tail (marked), older ones dropped — TRL's former left ``max_prompt_length`` truncation, per message."""
+
+    def ids(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    kept: list[dict[str, str]] = []
+    left = max_tokens
+    for message in reversed(messages):
+        tokens = ids(message["content"])
+        if len(tokens) + MESSAGE_OVERHEAD <= left:
+            kept.append(message)
+            left -= len(tokens) + MESSAGE_OVERHEAD
+            continue
+        room = left - MESSAGE_OVERHEAD - len(ids(CUT_MARK))
+        if room > 0:
+            kept.append({"role": message["role"], "content": CUT_MARK + tokenizer.decode(tokens[-room:])})
+        break
+    return list(reversed(kept))
+
+
+def fit_rows(rows: list[dict], max_tokens: int, tokenizer) -> list[dict]:
+    """Rows whose prompts are fitted with :func:`fit_prompt` (unchanged rows are returned as they are)."""
+    return [{**row, "prompt": fit_prompt(row["prompt"], max_tokens, tokenizer)} for row in rows]
+
+
 def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, console=None, effect=None):
     """The configured ``SRLGRPOTrainer`` with metrics, held-out eval and progress callbacks."""
     from transformers import AutoTokenizer, PrinterCallback
@@ -153,6 +184,9 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)
+    if tiny:  # the tiny model's context window
+        train_rows = fit_rows(train_rows, config.tiny.max_prompt_tokens, tokenizer)
+        test_rows = fit_rows(test_rows, config.tiny.max_prompt_tokens, tokenizer)
     reward = reward_func if reward_func is not None else build_reward(config, effect)
     if prefix:
         reward = PrefixedReward(reward, prefix)

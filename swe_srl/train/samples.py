@@ -58,10 +58,10 @@ def task_oracle_files(
 
 
 def _code_version() -> str:
-    from swe_srl import prompts
-    from swe_srl.trajectories import decompose
+    import importlib
 
-    text = Path(decompose.__file__).read_text() + Path(prompts.__file__).read_text()
+    modules = [importlib.import_module(m) for m in ("swe_srl.prompts", "swe_srl.trajectories.decompose")]
+    text = "".join(Path(str(m.__file__)).read_text() for m in modules)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 

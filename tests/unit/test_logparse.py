@@ -46,9 +46,17 @@ test_skip (queries.tests.QueryTests) ... skipped 'no db'
     ("log", "expected"),
     [
         # -rA short summary: PASSED/FAILED/XFAIL/ERROR, ids with params kept, "SKIPPED [1] file:line" has no id
-        (PYTEST_RA, {"tests/test_a.py::test_one": "PASSED", "tests/test_a.py::test_param[a-1]": "PASSED",
-                     "tests/test_a.py::test_known": "XFAIL", "tests/test_a.py::test_two": "FAILED",
-                     "tests/test_b.py::test_fixture": "ERROR", "[1]": "SKIPPED"}),  # fmt: skip
+        (
+            PYTEST_RA,
+            {
+                "tests/test_a.py::test_one": "PASSED",
+                "tests/test_a.py::test_param[a-1]": "PASSED",
+                "tests/test_a.py::test_known": "XFAIL",
+                "tests/test_a.py::test_two": "FAILED",
+                "tests/test_b.py::test_fixture": "ERROR",
+                "[1]": "SKIPPED",
+            },
+        ),  # fmt: skip
         # -v lines: status after the id
         (VERBOSE, {"tests/test_a.py::test_one": "PASSED", "tests/test_a.py::test_two": "FAILED"}),
         # colour codes are stripped

@@ -57,9 +57,15 @@ def test_parquet_roundtrip(tmp_path: Path) -> None:
     ("row", "message"),
     [
         ("{not json", "d.jsonl:2: not valid JSON"),  # syntax error names the line
-        (record(FAIL_TO_PASS="[oops"), "d.jsonl:2: field 'FAIL_TO_PASS' is not a JSON list"),  # bad JSON string
+        (
+            record(FAIL_TO_PASS="[oops"),
+            "d.jsonl:2: field 'FAIL_TO_PASS' is not a JSON list",
+        ),  # bad JSON string
         (record(PASS_TO_PASS=[1, 2]), "d.jsonl:2: field 'PASS_TO_PASS' must be a list"),  # non-string ids
-        ({k: v for k, v in record().items() if k != "repo"}, "d.jsonl:2: missing required field 'repo'"),  # missing
+        (
+            {k: v for k, v in record().items() if k != "repo"},
+            "d.jsonl:2: missing required field 'repo'",
+        ),  # missing
         (record(patch=5), "d.jsonl:2: field 'patch' must be a string"),  # wrong type
         ("[1, 2]", "d.jsonl:2: expected a JSON object"),  # not an object
     ],
@@ -132,7 +138,10 @@ def test_spec_lookup_matches_dump_for_all_verified() -> None:
     instances = load_instances(str(VERIFIED))
     assert all(instance_spec(i) == table[i.repo][i.version] for i in instances)
     django = next(i for i in instances if i.repo == "django/django")
-    assert test_command(django).startswith("./tests/runtests.py") and ".py" not in test_command(django).split()[-1]
+    assert (
+        test_command(django).startswith("./tests/runtests.py")
+        and ".py" not in test_command(django).split()[-1]
+    )
     assert not [m for m in __import__("sys").modules if m.startswith("swebench")]  # no stub left behind
 
 

@@ -18,6 +18,9 @@ if ! python -c "import torch" 2>/dev/null; then
 fi
 echo "==> installing swe-srl[train,dev,ray]"
 python -m pip install -q -e ".[train,dev,ray]" 2>&1 | grep -v -E "^WARNING: (Location|Running pip)" || true
+# The swebench package's spec table and log parsers, without its heavy dependencies (modal, ghapi, ...).
+python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('swebench') is None)" 2>/dev/null \
+  || python -m pip install -q --no-deps "swebench==4.1.0"
 python -c "import swe_srl, trl, gymnasium, docker" # fails loudly if the install did not take
 
 echo "==> swe-srl setup (Docker engine + base images)"

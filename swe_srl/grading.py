@@ -55,7 +55,7 @@ class GradeResult:
 def instance_image(instance: Instance, *, repos_dir: Path | None = None) -> str:
     """Build (if needed) the env and instance images of ``instance``; returns the instance image tag."""
     from swe_srl.images import EnvRecipe, InstanceRecipe, ensure_env_image, ensure_instance_image
-    from swe_srl.repos import repo_source
+    from swe_srl.repos import repo_source, scm_version
     from swe_srl.specs import base_python, env_setup_script, install_script, instance_spec
 
     spec = instance_spec(instance)
@@ -69,12 +69,17 @@ def instance_image(instance: Instance, *, repos_dir: Path | None = None) -> str:
         if "repo_dir" in instance.extra
         else repo_source(instance.repo, repos_dir)
     )
+    script = install_script(instance, spec)
+    if "env" not in instance.extra and (version := scm_version(repo_dir, instance.base_commit)):
+        # /testbed has no tags: without this setuptools_scm repos install as 0.1.dev1 (pytest's minversion fails)
+        dist = re.sub(r"[^A-Z0-9]+", "_", instance.repo.split("/")[-1].upper())
+        script = f"export SETUPTOOLS_SCM_PRETEND_VERSION_FOR_{dist}={version}\n{script}"
     recipe = InstanceRecipe(
         name=instance.instance_id.lower(),
         env_image=env_tag,
         repo_dir=repo_dir,
         base_commit=instance.base_commit,
-        install_script=install_script(instance, spec),
+        install_script=script,
     )
     return ensure_instance_image(recipe)
 

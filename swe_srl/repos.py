@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,15 +100,22 @@ def extract_sdist(sdist: Path, dest: Path) -> Path:
 
 
 def repo_source(repo: str, repos_dir: Path | None = None) -> Path:
-    """A local clone of GitHub ``owner/name``: from ``repos_dir`` (``owner__name``, ``name`` or ``owner/name``),
-    else the cache, else ``git clone`` from GitHub into the cache."""
+    """A local clone of GitHub ``owner/name``: from ``repos_dir``, else the cache, else ``git clone`` from GitHub.
+
+    In ``repos_dir`` (``--repos-dir``) the repository may be a normal clone or a bare mirror (``git clone
+    --mirror``), or a symlink to either, named ``owner__name``, ``name``, ``owner/name``, ``owner+name`` or
+    ``owner+name/repo`` (the last two: a mirror directory layout). Only ``base_commit`` must be in it; the tags
+    are used, when present, for the version setuptools_scm-based repos report (see :func:`scm_version`).
+    """
     owner, _, name = repo.partition("/")
     if repos_dir is not None:
-        for candidate in (repos_dir / f"{owner}__{name}", repos_dir / name, repos_dir / owner / name):
+        candidates = [f"{owner}__{name}", name, f"{owner}/{name}", f"{owner}+{name}", f"{owner}+{name}/repo"]
+        for candidate in (repos_dir / c for c in candidates):
             if (candidate / ".git").exists() or (candidate / "HEAD").is_file():
                 return candidate
         raise TaskError(
-            f"no clone of {repo} in --repos-dir {repos_dir} (looked for {owner}__{name}, {name}, {repo})"
+            f"no clone of {repo} in --repos-dir {repos_dir} (looked for {', '.join(candidates)}); "
+            f"e.g. `git clone --mirror https://github.com/{repo} {repos_dir}/{owner}__{name}`"
         )
     cached = paths.cache_dir("repos") / f"{owner}__{name}"
     if not (cached / ".git").exists():
@@ -122,3 +130,22 @@ def repo_source(repo: str, repos_dir: Path | None = None) -> Path:
             )
         os.replace(tmp, cached)
     return cached
+
+
+def scm_version(repo_dir: Path, commit: str) -> str | None:
+    """A PEP 440 version for ``commit`` from the nearest tag (``git describe --tags``), or None without tags.
+
+    Instance images hold ``base_commit`` alone (no tags), so setuptools_scm would report ``0.1.dev1`` and repos
+    that check their own version (pytest's ``minversion``) fail; the image build pretends this version instead.
+    ``5.4.0`` 593 commits later → ``5.4.0.post593``; ``7.2.0.dev0`` → ``7.2.0.dev157``.
+    """
+    described = git(repo_dir, "describe", "--tags", "--long", commit, check=False).strip()
+    match = re.fullmatch(r"v?(\d[\w.]*?)-(\d+)-g[0-9a-f]+", described)
+    if not match:
+        return None
+    tag, distance = match.group(1), int(match.group(2))
+    if distance == 0:
+        return tag
+    if re.search(r"\.dev\d+$", tag):
+        return re.sub(r"\.dev\d+$", f".dev{distance}", tag)
+    return f"{tag}.post{distance}"

@@ -142,25 +142,37 @@ def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bo
 
 
 CUT_MARK = "[... earlier context cut to fit the context window ...]\n"
-MESSAGE_OVERHEAD = 6  # chat-template tokens around one message (role header, end of turn)
+
+
+def _template_costs(tokenizer, roles: set[str]) -> tuple[dict[str, int], int]:
+    """Tokens the chat template adds around one (empty) message of each role, and for the generation prompt."""
+
+    def count(messages, generation: bool = False) -> int:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation)
+        return len(tokenizer(str(text), add_special_tokens=False)["input_ids"])
+
+    costs = {role: count([{"role": role, "content": ""}]) for role in roles}
+    generation = count([{"role": "user", "content": ""}], True) - costs.get("user", 0)
+    return costs, generation
 
 
 def fit_prompt(messages: list[dict[str, str]], max_tokens: int, tokenizer) -> list[dict[str, str]]:
-    """Left-truncate a conversation to about ``max_tokens``: the latest messages whole, the one before them cut
-    to its tail (marked), older ones dropped — TRL's former left ``max_prompt_length`` truncation, per message."""
+    """Left-truncate a conversation to ``max_tokens`` (chat template included): the latest messages whole, the one
+    before them cut to its tail (marked), older ones dropped — TRL's former left ``max_prompt_length``, per message."""
 
     def ids(text: str) -> list[int]:
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    costs, left = _template_costs(tokenizer, {m["role"] for m in messages} | {"user"})
+    left = max_tokens - left
     kept: list[dict[str, str]] = []
-    left = max_tokens
     for message in reversed(messages):
         tokens = ids(message["content"])
-        if len(tokens) + MESSAGE_OVERHEAD <= left:
+        if len(tokens) + costs[message["role"]] <= left:
             kept.append(message)
-            left -= len(tokens) + MESSAGE_OVERHEAD
+            left -= len(tokens) + costs[message["role"]]
             continue
-        room = left - MESSAGE_OVERHEAD - len(ids(CUT_MARK))
+        room = left - costs[message["role"]] - len(ids(CUT_MARK)) - 2  # 2: re-tokenizing the cut may merge
         if room > 0:
             kept.append({"role": message["role"], "content": CUT_MARK + tokenizer.decode(tokens[-room:])})
         break

@@ -1,0 +1,173 @@
+"""From trajectories + a task set to cached samples (oracle files at base_commit, splits), the tiny model's
+context window, and the effect-layer wiring of `swe-srl train` (no Docker: the evaluator is only built)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from swe_srl.errors import TrainingError  # noqa: E402
+from swe_srl.train.config import load_config  # noqa: E402
+from swe_srl.train.run import build_effect, build_reward, fit_prompt, resolve_samples  # noqa: E402
+from swe_srl.train.samples import build_samples, task_oracle_files  # noqa: E402
+from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl  # noqa: E402
+
+pytestmark = pytest.mark.train
+GIT = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@e",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@e",
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT}
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+@pytest.fixture
+def task_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """Two instances on one repo (splits train/test) and one trajectory each; the worktree has moved on."""
+    monkeypatch.setenv("SWE_SRL_HOME", str(tmp_path / "home"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    (repo / "calc.py").write_text(
+        "LATER EDIT\n"
+    )  # oracle contents must come from base_commit, not the worktree
+    patch = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+    records, trajs = [], []
+    for name, split in (("a", "train"), ("b", "test")):
+        iid = f"demo__calc-{name}"
+        record = {
+            "instance_id": iid,
+            "repo": "demo/calc",
+            "base_commit": base,
+            "patch": patch,
+            "test_patch": "",
+        }
+        records.append(
+            {**record, "problem_statement": f"add is wrong ({name})", "split": split, "repo_dir": str(repo)}
+        )
+        steps = [
+            Step("look", "cat calc.py", "def add..."),
+            Step("fix", "sed -i 's/-/+/' calc.py"),
+            Step("done", "submit"),
+        ]
+        trajs.append(Trajectory(iid, f"add is wrong ({name})", steps, patch))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_jsonl(tmp_path / "trajs.jsonl", trajs)
+    return tasks, tmp_path / "trajs.jsonl"
+
+
+def test_oracle_samples_from_base_commit_with_splits_and_cache(task_set):
+    from swe_srl.tasks import load_instances
+
+    tasks, trajs = task_set
+    instances = load_instances(str(tasks))
+    assert task_oracle_files(instances)["demo__calc-a"] == {"calc.py": "def add(a, b):\n    return a - b\n"}
+    first = build_samples([str(trajs)], instances=instances, oracle_files=True)
+    rows = [json.loads(line) for line in first.path.read_text().splitlines()]
+    assert len(rows) == 6 and {r["split"] for r in rows} == {"train", "test"}
+    assert all(
+        "return a - b" in r["prompt"][1]["content"] and "LATER EDIT" not in r["prompt"][1]["content"]
+        for r in rows
+    )
+    mtime = first.path.stat().st_mtime_ns
+    again = build_samples([str(trajs)], instances=instances, oracle_files=True)
+    assert again.path == first.path and again.path.stat().st_mtime_ns == mtime  # reused from the cache
+    plain = build_samples([str(trajs)], instances=instances, oracle_files=False)
+    assert plain.path != first.path and "<file path=" not in plain.path.read_text()
+    assert len(first.trajectories) == 2
+
+
+def test_cli_style_config_resolves_trajectories_with_tasks(task_set):
+    tasks, trajs = task_set
+    config = load_config(None, [], trajectories=[str(trajs)], tasks=str(tasks), oracle_files=True)
+    sample_set = resolve_samples(config)
+    rows = [json.loads(line) for line in sample_set.path.read_text().splitlines()]
+    assert all('<file path="calc.py">' in r["prompt"][1]["content"] for r in rows)
+    with pytest.raises(TrainingError, match="--tasks"):
+        resolve_samples(load_config(None, [], tasks=str(tasks)))
+
+
+def test_task_set_without_splits_leaves_split_to_the_trainer(task_set, tmp_path: Path):
+    from swe_srl.tasks import load_instances
+
+    tasks, trajs = task_set
+    unsplit = tmp_path / "unsplit.jsonl"
+    unsplit.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "split"}) + "\n"
+                               for line in tasks.read_text().splitlines()))  # fmt: skip
+    sample_set = build_samples([str(trajs)], instances=load_instances(str(unsplit)))
+    assert {json.loads(line)["split"] for line in sample_set.path.read_text().splitlines()} == {None}
+
+
+def test_effect_wiring(task_set):
+    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.train.samples import SampleSet
+    from swe_srl.trajectories.schema import read_jsonl
+
+    tasks, trajs = task_set
+    known = SampleSet(trajs, list(read_jsonl(trajs)))
+    cases = [
+        # effect off: no evaluator
+        ({"effect": "off"}, known, None),
+        # the srl reward has no effect layer
+        ({"effect": "cached", "reward": "srl"}, known, "--reward layered"),
+        # --samples alone: the trajectories to replay are unknown
+        ({"effect": "cached"}, SampleSet(trajs), "--trajectories"),
+    ]
+    for options, sample_set, error in cases:
+        config = load_config(None, [], tasks=str(tasks), **options)
+        if error:
+            with pytest.raises(TrainingError, match=error):
+                build_effect(config, sample_set)
+        else:
+            assert build_effect(config, sample_set) is None
+    config = load_config(None, [], tasks=str(tasks), trajectories=[str(trajs)], effect="full")
+    effect = build_effect(config, resolve_samples(config))
+    assert isinstance(effect, SandboxEffect) and effect.mode == "full" and len(effect._trajectories) == 2
+    reward = build_reward(config, effect)
+    assert reward.effect is effect and reward.effect_mode == "full"
+
+
+def test_fit_prompt_keeps_the_latest_messages():
+    from swe_srl.train.tiny import build_tokenizer
+
+    tok = build_tokenizer(["hello world " * 50, "cat calc.py", "OBSERVATION:\nok"], 300)
+    messages = [
+        {"role": "system", "content": "S" * 2000},
+        {"role": "user", "content": "problem " * 100},
+        {"role": "assistant", "content": "```bash\ncat calc.py\n```"},
+        {"role": "user", "content": "OBSERVATION:\nok"},
+    ]
+    cases = [
+        # fits: unchanged
+        (10_000, messages),
+        # the two latest whole, the problem cut to its tail, the system prompt dropped
+        (120, None),
+    ]
+    for budget, expected in cases:
+        fitted = fit_prompt(messages, budget, tok)
+        if expected is not None:
+            assert fitted == expected
+            continue
+        assert fitted[-2:] == messages[-2:] and len(fitted) == 3
+        assert fitted[0]["role"] == "user" and fitted[0]["content"].startswith("[... earlier context cut")
+        ids = tok.apply_chat_template(fitted, add_generation_prompt=True, tokenize=True)
+        ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+        assert len(ids) <= budget

@@ -52,10 +52,15 @@ def train(
     console = Console()
     summary = run_training(cfg, console=console)
     console.print_json(json.dumps(summary))
+    wall = f" in {summary.get('wall_time_s', float('nan')):.0f}s"
+    if summary.get("stage") == "rlvr":
+        console.print(f"RLVR: {summary['episodes']} episodes, mean outcome reward "
+                      f"{summary['mean_outcome_reward']:.3f}{wall}; outputs in {cfg.output}")  # fmt: skip
+        return
     verdict = "rose" if summary.get("reward_rose") else "did NOT rise"
     console.print(
         f"mean reward {verdict}: first fifth {summary.get('reward_first_fifth', float('nan')):+.3f} → "
-        f"last fifth {summary.get('reward_last_fifth', float('nan')):+.3f}; outputs in {cfg.output}"
+        f"last fifth {summary.get('reward_last_fifth', float('nan')):+.3f}{wall}; outputs in {cfg.output}"
     )
 
 

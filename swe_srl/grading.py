@@ -21,7 +21,7 @@ from typing import Literal
 from swe_srl.errors import SweSrlError
 from swe_srl.logparse import PASSING, PYTEST_REPORT_PLUGIN, parse_report, parser_for
 from swe_srl.sandbox.base import Limits, Sandbox, SandboxSpec
-from swe_srl.specs import eval_prelude, test_command
+from swe_srl.specs import eval_prelude, test_command, test_files
 from swe_srl.tasks import Instance
 
 Status = Literal["resolved", "unresolved", "patch_failed", "error"]
@@ -145,7 +145,27 @@ def run_tests_logged(
     sandbox.run(f"rm -rf {shlex.quote(plugin_dir)} {shlex.quote(report)}")
     for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
         tests.setdefault(nodeid.split(" ")[0], status)
+    tests.update(stray_statuses(instance, tests, result.output))
     return tests, result.output, result.timed_out
+
+
+def stray_statuses(instance: Instance, tests: dict[str, str], log: str) -> dict[str, str]:
+    """Statuses from the log for FAIL_TO_PASS/PASS_TO_PASS ids no test of this run can have.
+
+    SWE-bench's stdout parser picked such ids up from nested pytest output (``[100%]``, pytester runs' own
+    ``test_x.py::test_y`` printed in captured output; e.g. pytest-dev__pytest-7521), so only the log can vouch
+    for them there too. Ids under the run's test files always come from the plugin report (anti-hacking).
+    """
+    files = set(test_files(instance))
+    stray = [
+        t
+        for t in (*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS)
+        if t not in tests and t.split("::")[0] not in files
+    ]
+    if not stray:
+        return {}
+    parsed = parser_for(instance.repo)(log)
+    return {t: parsed[t] for t in stray if t in parsed}
 
 
 def run_tests(sandbox: Sandbox, instance: Instance) -> dict[str, str]:

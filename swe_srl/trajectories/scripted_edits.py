@@ -34,12 +34,16 @@ class Edit:
 
     @property
     def one_line(self) -> bool:
-        """A single line replaced by a single line with the same indentation: a job for ``sed -i``."""
+        """A single line replaced by a single line with the same surrounding whitespace: a job for ``sed -i``.
+
+        ``sed`` substitutes the stripped text, so the edit must be exactly that substitution (a change in
+        indentation or trailing spaces is not).
+        """
         old, new = self.old.split("\n"), self.new.split("\n")
-        if self.kind != "replace" or len(old) != 1 or len(new) != 1 or not old[0].strip():
+        if self.kind != "replace" or len(old) != 1 or len(new) != 1:
             return False
-        indent = len(old[0]) - len(old[0].lstrip())
-        return new[0][:indent] == old[0][:indent] and bool(new[0].strip())
+        before, after = old[0].strip(), new[0].strip()
+        return bool(before and after) and old[0].replace(before, after, 1) == new[0]
 
 
 def _strip_prefix(path: str) -> str:
@@ -52,18 +56,30 @@ def _hunk_block(lines: list[tuple[str, str]], lo: int, hi: int) -> tuple[str, st
     return "".join(old), "".join(new)
 
 
+def _trim_newline(old: str, new: str) -> tuple[str, str]:
+    if old.endswith("\n") and new.endswith("\n"):
+        return old[:-1], new[:-1]
+    return old, new
+
+
 def _smallest_unique(lines: list[tuple[str, str]], content: str) -> tuple[str, str]:
-    """Grow the changed region by context lines until its old text occurs exactly once in ``content``."""
+    """Grow the changed region by context lines until its old text occurs exactly once in ``content``.
+
+    Uniqueness is checked on the text the command will really carry: the block without its final newline
+    when both sides have one (the usual editor form), else the block as is. A trailing blank context line
+    can be what makes a block unique, so the trimmed form is only used when it is unique on its own.
+    """
     changed = [i for i, (kind, _) in enumerate(lines) if kind != " "]
     first, last = changed[0], changed[-1] + 1
     for extra in range(len(lines) + 1):
         lo, hi = max(0, first - extra), min(len(lines), last + extra)
-        old, new = _hunk_block(lines, lo, hi)
-        if old.strip() and content.count(old) == 1:
-            return old, new
+        block = _hunk_block(lines, lo, hi)
+        for old, new in dict.fromkeys([_trim_newline(*block), block]):
+            if old.strip() and content.count(old) == 1:
+                return old, new
         if lo == 0 and hi == len(lines):
             break
-    raise TaskError(f"hunk old text is not unique in the file even with all context: {old[:80]!r}")
+    raise TaskError(f"hunk old text is not unique in the file even with all context: {block[0][:80]!r}")
 
 
 def _enclosing(content: str, line: int) -> str:
@@ -73,12 +89,6 @@ def _enclosing(content: str, line: int) -> str:
         if _DEF_LINE.match(text):
             return text.strip()
     return ""
-
-
-def _trim_newline(old: str, new: str) -> tuple[str, str]:
-    if old.endswith("\n") and new.endswith("\n"):
-        return old[:-1], new[:-1]
-    return old, new
 
 
 def plan_edits(patch: str, read) -> list[Edit]:
@@ -106,7 +116,6 @@ def plan_edits(patch: str, read) -> list[Edit]:
             line = content[: content.index(old)].count("\n") + 1
             header = _enclosing(content, line + old.count("\n") - 1) or hunk.section_header.strip()
             content = content.replace(old, new, 1)
-            old, new = _trim_newline(old, new)
             edits.append(Edit(path, old, new, line=line, header=header))
     return edits
 

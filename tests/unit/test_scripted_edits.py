@@ -19,6 +19,20 @@ def scale(xs, k):
 
 def add_again(a, b):
     return a + b
+
+
+def sign(s):
+    if s == "-":
+        j = 0
+        k = 1
+    elif s == "+":
+        j = 0
+        k = 1
+    else:
+        j = 0
+        k = 1
+
+    return j + k
 """
 
 
@@ -41,6 +55,12 @@ CASES = [
     ("def add_again(a, b):\n    return a + b", "def add_again(a, b):\n    return a - b"),
     # an inserted line: old text must include context
     ("def scale(xs, k):\n", "def scale(xs, k):\n    k = float(k)\n"),
+    # a repeated two-line block made unique only by the blank line after it: old must keep that newline
+    ("        k = 1\n\n    return", "        k = 2\n\n    return"),
+    # indentation-only change of one line: sed on the stripped text would be a no-op, so not a sed job
+    ("    return [x * k for x in xs]", "        return [x * k for x in xs]"),
+    # trailing whitespace removed from one line
+    ("def add(a, b):\n", "def add(a, b):  \n"),
 ]
 
 
@@ -70,6 +90,10 @@ def test_one_line_detection() -> None:
     assert not Edit("a.py", "    x = 1", "x = 2").one_line
     # two lines: not a sed job
     assert not Edit("a.py", "x = 1\ny = 2", "x = 2\ny = 2").one_line
+    # more indentation, same text: sed on the stripped text would change nothing
+    assert not Edit("a.py", "    x = 1", "        x = 1").one_line
+    # trailing spaces differ: not a sed job
+    assert not Edit("a.py", "    x = 1  ", "    x = 2").one_line
 
 
 def test_added_file_and_binary(tmp_path: Path) -> None:

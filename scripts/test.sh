@@ -5,18 +5,20 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/install.sh
 
+before=$(docker ps -aq --filter label=swe-srl.owner=swe-srl | sort)
 status=0
-python -m pytest tests "$@" || status=$?
+# No arguments: the whole suite (pyproject's testpaths). Arguments go to pytest as they are (paths, -m, -k ...).
+python -m pytest "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "error: pytest collected no tests" >&2
   exit 1
 fi
-# Nothing the suite started may outlive it.
-left=$(docker ps -aq --filter label=swe-srl.owner=swe-srl | wc -l)
-if [ "$left" -gt 0 ]; then
-  echo "error: $left swe-srl container(s) left after the tests:" >&2
-  docker ps -a --filter label=swe-srl.owner=swe-srl >&2
-  swe-srl janitor --all || true
+# Nothing the suite started may outlive it: the janitor reaps containers whose process is gone; any of those
+# that did not exist before the tests is a leak.
+reaped=$(swe-srl janitor | grep -o '([0-9a-f]\{12\})' | tr -d '()' | sort || true)
+leaked=$(comm -13 <(echo "$before") <(echo "$reaped") | grep -c . || true)
+if [ "$leaked" -gt 0 ]; then
+  echo "error: the tests left $leaked swe-srl container(s) behind (removed now by the janitor)" >&2
   [ "$status" -ne 0 ] || status=1
 fi
 exit "$status"

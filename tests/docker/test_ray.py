@@ -25,6 +25,7 @@ STORE = 100 * 1024 * 1024
 def word_stats(text: str, seed: int) -> dict:
     import random
 
+    time.sleep(0.5)  # long enough that the second worker takes tasks even on a loaded machine
     rng = random.Random(seed)
     return {"words": len(text.split()), "draw": rng.randint(0, 10**6)}
 

@@ -3,7 +3,9 @@
 Every tool call of the source becomes exactly one :class:`Step`, so imported action counts equal source tool-call
 counts. Editor tool calls become ``str_replace_editor <command> <path> --flag 'value'`` bash lines (shlex quoting)
 that replay through ``harness/str_replace_editor``; ``finish``/``submit`` become ``submit``. The ``think`` tool is
-not an action: its text joins the thought of the next step.
+not an action: its text joins the thought of the next step. SWE-agent's own commands (``open``, ``goto``, ``edit``…)
+replay through the same-named tools in ``harness/``; its multi-line ``edit A:B\n…\nend_of_edit`` becomes the bash
+heredoc ``edit A:B <<'end_of_edit'\n…\nend_of_edit``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ _FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
 _OH_EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")
 _MINI_OUT = re.compile(r"<returncode>(-?\d+)</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?", re.DOTALL)
 _SWEAGENT_PROMPT = re.compile(r"\n*\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*$")
+_SWEAGENT_EDIT = re.compile(r"\Aedit[ \t]+(\d+):(\d+)[ \t]*\n(.*?)^end_of_edit[ \t]*\Z", re.DOTALL | re.MULTILINE)
 MINI_SUBMIT = ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "echo MINI_SWE_AGENT_FINAL_OUTPUT")
 
 
@@ -74,6 +77,17 @@ def editor_command(args: dict[str, Any]) -> str:
         else:
             parts += [f"--{flag}", str(value)]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+def swe_agent_action(action: str) -> str:
+    """SWE-agent's ``edit A:B\\n<lines>\\nend_of_edit`` as valid bash (a heredoc into ``harness/edit``); else as is."""
+    match = _SWEAGENT_EDIT.match(action)
+    if not match:
+        return action
+    body = match.group(3)
+    lines = set(body.split("\n"))
+    delimiter = next(d for d in (f"end_of_edit{n or ''}" for n in range(len(lines) + 1)) if d not in lines)
+    return f"edit {match.group(1)}:{match.group(2)} <<'{delimiter}'\n{body}{delimiter}"
 
 
 def tool_action(name: str, args: dict[str, Any]) -> str | None:
@@ -193,7 +207,7 @@ def parse_swe_agent(record: dict[str, Any], where: str) -> Trajectory:
         if not isinstance(item, dict) or "action" not in item:
             raise TrajectoryFormatError(f"{where}: trajectory[{index}] has no 'action'")
         observation, code = clean_observation(str(item.get("observation") or ""))
-        action = str(item["action"]).strip()
+        action = swe_agent_action(str(item["action"]).strip())
         steps.append(
             Step(thought=str(item.get("thought") or "").strip(), action=action, observation=observation)
         )
@@ -218,7 +232,7 @@ def parse_nebius(record: dict[str, Any], where: str) -> Trajectory:
             if not fences:
                 pending.append(text.strip())
                 continue
-            action = fences[-1].group(2).strip()
+            action = swe_agent_action(fences[-1].group(2).strip())
             thought = "\n\n".join([*pending, _strip_thought(text, fences[-1])]).strip()
             steps.append(Step(thought=thought, action=action))
             pending = []

@@ -20,12 +20,13 @@ SAMPLES = SHARED / "data" / "trajectories"
 PROBLEM = "calc.add returns the difference of its arguments instead of the sum."
 
 GOLDEN = [
-    # SWE-agent .traj: special commands kept verbatim, instance id from the file name, trailing newline stripped
+    # SWE-agent .traj: special commands kept (they replay through harness/), edit → heredoc, instance id from the
+    # file name, trailing newline stripped
     (
         "toy__calc-1.traj",
         "swe-agent",
         "toy__calc-1",
-        ["find . -name calc.py", "open calc.py", "edit 2:2\n    return a + b\nend_of_edit", "submit"],
+        ["find . -name calc.py", "open calc.py", "edit 2:2 <<'end_of_edit'\n    return a + b\nend_of_edit", "submit"],
         None,
     ),
     # mini-swe-agent: one ```bash block per turn; the turn without one is not an action; final echo → submit

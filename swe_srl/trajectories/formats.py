@@ -33,7 +33,9 @@ _FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
 _OH_EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")
 _MINI_OUT = re.compile(r"<returncode>(-?\d+)</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?", re.DOTALL)
 _SWEAGENT_PROMPT = re.compile(r"\n*\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*$")
-_SWEAGENT_EDIT = re.compile(r"\Aedit[ \t]+(\d+):(\d+)[ \t]*\n(.*?)^end_of_edit[ \t]*\Z", re.DOTALL | re.MULTILINE)
+_SWEAGENT_EDIT = re.compile(
+    r"\Aedit[ \t]+(\d+):(\d+)[ \t]*\n(.*?)^end_of_edit[ \t]*\Z", re.DOTALL | re.MULTILINE
+)
 MINI_SUBMIT = ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "echo MINI_SWE_AGENT_FINAL_OUTPUT")
 
 

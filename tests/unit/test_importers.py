@@ -26,7 +26,12 @@ GOLDEN = [
         "toy__calc-1.traj",
         "swe-agent",
         "toy__calc-1",
-        ["find . -name calc.py", "open calc.py", "edit 2:2 <<'end_of_edit'\n    return a + b\nend_of_edit", "submit"],
+        [
+            "find . -name calc.py",
+            "open calc.py",
+            "edit 2:2 <<'end_of_edit'\n    return a + b\nend_of_edit",
+            "submit",
+        ],
         None,
     ),
     # mini-swe-agent: one ```bash block per turn; the turn without one is not an action; final echo → submit

@@ -5,10 +5,10 @@
     create <path>                 edit <start>:<end> <<'end_of_edit' ... end_of_edit   (replacement on stdin)
     search_dir <term> [<dir>]     search_file <term> [<file>]     find_file <name> [<dir>]
 
-Outputs follow SWE-agent 0.x (``[File: /abs (N lines total)]``, a numbered window of 100 lines, ``(N more lines
-above)``). The open file and the window centre live in ``$SWE_SRL_TOOL_STATE/state.json`` (default
-``/tmp/.swe_srl_tools``). ``edit`` of a ``.py`` file that compiled before and not after is reverted, as SWE-agent's
-linting edit does. Usage errors print on stdout and exit 1.
+Outputs follow SWE-agent 0.x (``[File: /abs (N lines total)]``, a numbered window of 100 lines,
+``(N more lines above)``). The open file and the window centre live in ``$SWE_SRL_TOOL_STATE/state.json``
+(default ``/tmp/.swe_srl_tools``). ``edit`` of a ``.py`` file that compiled before and not after is reverted,
+as SWE-agent's linting edit does. Usage errors print on stdout and exit 1.
 """
 
 import json
@@ -19,6 +19,25 @@ import sys
 WINDOW = 100
 OVERLAP = 2
 NO_FILE = "No file open. Use the open command first."
+LINT_FAILED = """\
+Your proposed edit has introduced new syntax error(s). Please read this error message \
+carefully and then retry editing the file.
+
+ERRORS:
+- E999 {error}
+
+This is how your edit would have looked if applied
+{rule}
+{new}
+{rule}
+
+This is the original code before your edit
+{rule}
+{old}
+{rule}
+Your changes have NOT been applied. Please fix your edit command and try again.
+You either need to 1) Specify the correct start/end line arguments or 2) Correct your edit code.
+DO NOT re-run the same failed edit command. Running it again will lead to the same error."""
 
 
 class ToolError(Exception):
@@ -111,7 +130,9 @@ def cmd_open(args):
         raise ToolError(usage)
     path = args[0]
     if os.path.isdir(path):
-        raise ToolError(f"Error: {path} is a directory. You can only open files. Use cd or ls to navigate directories.")
+        raise ToolError(
+            f"Error: {path} is a directory. You can only open files. Use cd or ls to navigate directories."
+        )
     if not os.path.isfile(path):
         raise ToolError(f"File {path} not found")
     path = os.path.realpath(path)
@@ -119,8 +140,10 @@ def cmd_open(args):
         return show(path, WINDOW // 2)
     line, total, notes = as_int(args[1], "<line_number>", usage), len(read_lines(path)[0]), []
     if line > total:
-        notes += [f"Warning: <line_number> ({line}) is greater than the number of lines in the file ({total})",
-                  f"Warning: Setting <line_number> to {total}"]
+        notes += [
+            f"Warning: <line_number> ({line}) is greater than the number of lines in the file ({total})",
+            f"Warning: Setting <line_number> to {total}",
+        ]
         line = total
     elif line < 1:
         notes += [f"Warning: <line_number> ({line}) is less than 1", "Warning: Setting <line_number> to 1"]
@@ -176,10 +199,14 @@ def cmd_edit(args):
     path = current_file()
     start, end = (as_int(v, name, usage) for v, name in zip(args[0].split(":"), ("start_line", "end_line")))
     if start < 1 or end < start - 1:
-        raise ToolError(f"{usage}\nError: need 1 <= start_line and start_line - 1 <= end_line, got {start}:{end}")
+        raise ToolError(
+            f"{usage}\nError: need 1 <= start_line and start_line - 1 <= end_line, got {start}:{end}"
+        )
     if os.isatty(0) or _is_devnull():
-        raise ToolError(f"{usage}\nError: edit reads the replacement lines from stdin: "
-                        f"edit {start}:{end} <<'end_of_edit'\\n<lines>\\nend_of_edit")
+        raise ToolError(
+            f"{usage}\nError: edit reads the replacement lines from stdin: "
+            f"edit {start}:{end} <<'end_of_edit'\\n<lines>\\nend_of_edit"
+        )
     replacement = sys.stdin.read().split("\n")
     if replacement[-1] == "":
         replacement.pop()
@@ -188,16 +215,8 @@ def cmd_edit(args):
     line = constrain(start - 1, len(new))
     error = syntax_error(path, new, final_newline)
     if error and not syntax_error(path, old, final_newline):
-        rule = "-------------------------------------------------"
-        return None, "\n".join([
-            "Your proposed edit has introduced new syntax error(s). Please read this error message carefully "
-            "and then retry editing the file.", "", "ERRORS:", f"- E999 {error}", "",
-            "This is how your edit would have looked if applied", rule, window(path, line, new), rule, "",
-            "This is the original code before your edit", rule, window(path, line, old), rule,
-            "Your changes have NOT been applied. Please fix your edit command and try again.",
-            "You either need to 1) Specify the correct start/end line arguments or 2) Correct your edit code.",
-            "DO NOT re-run the same failed edit command. Running it again will lead to the same error.",
-        ])
+        window_new, window_old = window(path, line, new), window(path, line, old)
+        return None, LINT_FAILED.format(error=error, new=window_new, old=window_old, rule="-" * 49)
     write_lines(path, new, final_newline)
     return show(path, start - 1) + (
         "\nFile updated. Please review the changes and make sure they are correct (correct indentation, no "
@@ -238,8 +257,13 @@ def cmd_search_dir(args):
     if len(counts) > 100:
         return f'More than {len(counts)} files matched for "{term}" in {folder}. Please narrow your search.'
     body = [f"{name} ({n} matches)" for name, n in sorted(counts.items())]
-    return "\n".join([f'Found {sum(counts.values())} matches for "{term}" in {folder}:', *body,
-                      f'End of matches for "{term}" in {folder}'])
+    return "\n".join(
+        [
+            f'Found {sum(counts.values())} matches for "{term}" in {folder}:',
+            *body,
+            f'End of matches for "{term}" in {folder}',
+        ]
+    )
 
 
 def cmd_search_file(args):
@@ -254,8 +278,13 @@ def cmd_search_file(args):
         return f'No matches found for "{term}" in {path}'
     if len(hits) > 100:
         return f'More than {len(hits)} lines matched for "{term}" in {path}. Please narrow your search.'
-    return "\n".join([f'Found {len(hits)} matches for "{term}" in {path}:', *(f"Line {n}:{text}" for n, text in hits),
-                      f'End of matches for "{term}" in {path}'])
+    return "\n".join(
+        [
+            f'Found {len(hits)} matches for "{term}" in {path}:',
+            *(f"Line {n}:{text}" for n, text in hits),
+            f'End of matches for "{term}" in {path}',
+        ]
+    )
 
 
 def cmd_find_file(args):
@@ -265,8 +294,12 @@ def cmd_find_file(args):
     if not os.path.isdir(folder):
         raise ToolError(f"Directory {folder} not found")
     folder = os.path.realpath(folder)
-    proc = subprocess.run(["find", folder, "-type", "f", "-name", name], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, check=False)
+    proc = subprocess.run(
+        ["find", folder, "-type", "f", "-name", name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
     matches = proc.stdout.decode("utf-8", errors="replace").splitlines()
     if not matches:
         return f'No matches found for "{name}" in {folder}'
@@ -274,9 +307,15 @@ def cmd_find_file(args):
 
 
 COMMANDS = {
-    "open": cmd_open, "goto": cmd_goto, "scroll_up": cmd_scroll(-(WINDOW - OVERLAP)),
-    "scroll_down": cmd_scroll(WINDOW - OVERLAP), "create": cmd_create, "edit": cmd_edit,
-    "search_dir": cmd_search_dir, "search_file": cmd_search_file, "find_file": cmd_find_file,
+    "open": cmd_open,
+    "goto": cmd_goto,
+    "scroll_up": cmd_scroll(-(WINDOW - OVERLAP)),
+    "scroll_down": cmd_scroll(WINDOW - OVERLAP),
+    "create": cmd_create,
+    "edit": cmd_edit,
+    "search_dir": cmd_search_dir,
+    "search_file": cmd_search_file,
+    "find_file": cmd_find_file,
 }
 
 

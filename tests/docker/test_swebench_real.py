@@ -1,0 +1,65 @@
+"""A real SWE-bench Verified instance (pytest-dev/pytest, version 5.4) offline: gold resolves through `swe-srl eval`,
+the empty patch does not.
+
+Needs ``SWE_SRL_REPOS_DIR`` = a folder holding a clone or bare mirror of pytest-dev/pytest (``pytest-dev__pytest``,
+``pytest``, ``pytest-dev+pytest``...; see ``swe_srl.repos.repo_source``), the Verified JSONL in the shared data
+folder and the swebench spec tables; the env image build needs PyPI once. Skips otherwise (CI does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+INSTANCE_ID = "pytest-dev__pytest-7432"  # 5.4: builds in ≈ 30 s once the env image exists, tests ≈ 20 s
+SHARED = Path(os.environ.get("SWE_SRL_SHARED", Path(__file__).resolve().parents[2] / "../shared"))
+DATASET = SHARED / "data" / "swebench-verified.jsonl"
+
+
+@pytest.fixture(scope="module")
+def real_instance(docker_engine):
+    """(instance, repos_dir), or a skip naming what is missing."""
+    from swe_srl.errors import TaskError
+    from swe_srl.repos import repo_source
+    from swe_srl.specs import instance_spec
+    from swe_srl.tasks import load_instances, select_instances
+
+    repos = os.environ.get("SWE_SRL_REPOS_DIR")
+    if not repos:
+        pytest.skip("set SWE_SRL_REPOS_DIR to a folder with a clone or mirror of pytest-dev/pytest")
+    if not DATASET.is_file():
+        pytest.skip(f"no SWE-bench Verified JSONL at {DATASET} (set SWE_SRL_SHARED)")
+    try:
+        repo_source("pytest-dev/pytest", Path(repos))
+        (instance,) = select_instances(load_instances(str(DATASET)), [INSTANCE_ID])
+        instance_spec(instance)
+    except TaskError as exc:
+        pytest.skip(str(exc))
+    return instance, Path(repos)
+
+
+def test_gold_resolves_through_eval_and_empty_does_not(real_instance, tmp_path: Path) -> None:
+    from swe_srl.grading import grade
+
+    instance, repos = real_instance
+    cmd = [sys.executable, "-m", "swe_srl.cli", "eval", "--policy", "gold", "--dataset", str(DATASET),
+           "--instances", INSTANCE_ID, "--repos-dir", str(repos), "-o", str(tmp_path / "gold")]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads((tmp_path / "gold" / "report.json").read_text())
+    log = (tmp_path / "gold" / "logs" / f"{INSTANCE_ID}.log").read_text()[-3000:]
+    assert report["per_instance"] == {INSTANCE_ID: "resolved"}, log
+    result = json.loads((tmp_path / "gold" / "results" / f"{INSTANCE_ID}.json").read_text())
+    assert all(result["tests"][t] == "PASSED" for t in instance.FAIL_TO_PASS + instance.PASS_TO_PASS)
+
+    empty = grade(instance, "", repos_dir=repos)  # same instance image, reused
+    assert empty.status == "unresolved", empty.log[-3000:]
+    assert all(empty.tests.get(t) != "PASSED" for t in instance.FAIL_TO_PASS)
+    assert all(empty.tests[t] == "PASSED" for t in instance.PASS_TO_PASS)

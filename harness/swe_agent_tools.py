@@ -205,7 +205,7 @@ def cmd_edit(args):
     if os.isatty(0) or _is_devnull():
         raise ToolError(
             f"{usage}\nError: edit reads the replacement lines from stdin: "
-            f"edit {start}:{end} <<'end_of_edit'\\n<lines>\\nend_of_edit"
+            f"edit {start}:{end} <<'end_of_edit'\\n<lines>\\nend_of_edit (no lines: < <(:) instead)"
         )
     replacement = sys.stdin.read().split("\n")
     if replacement[-1] == "":

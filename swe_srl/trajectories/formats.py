@@ -87,6 +87,10 @@ def swe_agent_action(action: str) -> str:
     if not match:
         return action
     body = match.group(3)
+    if (
+        not body
+    ):  # bash feeds an empty heredoc from /dev/null, which harness/edit refuses (a bare ``edit A:B``)
+        return f"edit {match.group(1)}:{match.group(2)} < <(:)"
     lines = set(body.split("\n"))
     delimiter = next(d for d in (f"end_of_edit{n or ''}" for n in range(len(lines) + 1)) if d not in lines)
     return f"edit {match.group(1)}:{match.group(2)} <<'{delimiter}'\n{body}{delimiter}"

@@ -62,6 +62,9 @@ class TinyOptions(_Strict):
         ge=32,
         description="The tiny model's context: longer prompts keep their last N tokens (whole latest messages).",
     )
+    threads: int = Field(
+        1, ge=1, description="CPU threads (torch) for the tiny model: more only add contention at this size."
+    )
 
 
 class RlvrOptions(_Strict):

@@ -156,15 +156,25 @@ def _template_costs(tokenizer, roles: set[str]) -> tuple[dict[str, int], int]:
     return costs, generation
 
 
-def fit_prompt(messages: list[dict[str, str]], max_tokens: int, tokenizer) -> list[dict[str, str]]:
+def fit_prompt(
+    messages: list[dict[str, str]], max_tokens: int, tokenizer, cache: dict | None = None
+) -> list[dict[str, str]]:
     """Left-truncate a conversation to ``max_tokens`` (chat template included): the latest messages whole, the one
-    before them cut to its tail (marked), older ones dropped — TRL's former left ``max_prompt_length``, per message."""
+    before them cut to its tail (marked), older ones dropped — TRL's former left ``max_prompt_length``, per message.
+    The latest message is always kept (cut to its tail when it alone is too long). ``cache`` memoizes
+    tokenizations and template costs across calls (prompts of one trajectory share their long messages)."""
+    cache = {} if cache is None else cache
 
     def ids(text: str) -> list[int]:
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        if text not in cache:
+            cache[text] = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return cache[text]
 
-    costs, left = _template_costs(tokenizer, {m["role"] for m in messages} | {"user"})
-    left = max_tokens - left
+    roles = frozenset({m["role"] for m in messages} | {"user"})
+    if roles not in cache:
+        cache[roles] = _template_costs(tokenizer, set(roles))
+    costs, generation = cache[roles]
+    left = max_tokens - generation
     kept: list[dict[str, str]] = []
     for message in reversed(messages):
         tokens = ids(message["content"])
@@ -172,16 +182,20 @@ def fit_prompt(messages: list[dict[str, str]], max_tokens: int, tokenizer) -> li
             kept.append(message)
             left -= len(tokens) + costs[message["role"]]
             continue
-        room = left - costs[message["role"]] - len(ids(CUT_MARK)) - 2  # 2: re-tokenizing the cut may merge
+        mark = ids(CUT_MARK) if kept else []  # the latest message is cut without the mark
+        room = left - costs[message["role"]] - len(mark) - 2  # 2: re-tokenizing the cut may merge
         if room > 0:
-            kept.append({"role": message["role"], "content": CUT_MARK + tokenizer.decode(tokens[-room:])})
+            kept.append(
+                {"role": message["role"], "content": CUT_MARK * bool(mark) + tokenizer.decode(tokens[-room:])}
+            )
         break
     return list(reversed(kept))
 
 
 def fit_rows(rows: list[dict], max_tokens: int, tokenizer) -> list[dict]:
-    """Rows whose prompts are fitted with :func:`fit_prompt` (unchanged rows are returned as they are)."""
-    return [{**row, "prompt": fit_prompt(row["prompt"], max_tokens, tokenizer)} for row in rows]
+    """Rows whose prompts are fitted with :func:`fit_prompt` (tokenizations shared across rows)."""
+    cache: dict = {}
+    return [{**row, "prompt": fit_prompt(row["prompt"], max_tokens, tokenizer, cache)} for row in rows]
 
 
 def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, console=None, effect=None):
@@ -196,7 +210,11 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)
-    if tiny:  # the tiny model's context window
+    if tiny:  # the tiny model's context window; few threads (a 64-wide model gains nothing from more)
+        import torch
+
+        if not torch.cuda.is_available():
+            torch.set_num_threads(config.tiny.threads)
         train_rows = fit_rows(train_rows, config.tiny.max_prompt_tokens, tokenizer)
         test_rows = fit_rows(test_rows, config.tiny.max_prompt_tokens, tokenizer)
     reward = reward_func if reward_func is not None else build_reward(config, effect)

@@ -143,6 +143,18 @@ def test_effect_wiring(task_set):
     assert isinstance(effect, SandboxEffect) and effect.mode == "full" and len(effect._trajectories) == 2
     reward = build_reward(config, effect)
     assert reward.effect is effect and reward.effect_mode == "full"
+    # `--samples F --trajectories T --tasks D --effect cached`: the given samples, replayed against T
+    samples = resolve_samples(config).path
+    config = load_config(
+        None, [], samples=str(samples), trajectories=[str(trajs)], tasks=str(tasks), effect="cached"
+    )
+    sample_set = resolve_samples(config)
+    effect = build_effect(config, sample_set)
+    assert sample_set.path == samples and isinstance(effect, SandboxEffect) and len(effect._trajectories) == 2
+    # `--samples F --effect cached` alone: a clear error naming --trajectories
+    config = load_config(None, [], samples=str(samples), effect="cached")
+    with pytest.raises(TrainingError, match="--trajectories"):
+        build_effect(config, resolve_samples(config))
 
 
 def test_fit_prompt_keeps_the_latest_messages():
@@ -161,6 +173,12 @@ def test_fit_prompt_keeps_the_latest_messages():
         # the two latest whole, the problem cut to its tail, the system prompt dropped
         (120, None),
     ]
+    # the latest message alone too long: kept, cut to its tail (no mark), within budget
+    alone = fit_prompt([{"role": "user", "content": "problem " * 100}], 40, tok)
+    assert len(alone) == 1 and alone[0]["content"].endswith("problem ")
+    assert len(tok.apply_chat_template(alone, add_generation_prompt=True, tokenize=False)) > 0
+    ids = tok.apply_chat_template(alone, add_generation_prompt=True, tokenize=True)
+    assert len(ids["input_ids"] if hasattr(ids, "keys") else ids) <= 40
     for budget, expected in cases:
         fitted = fit_prompt(messages, budget, tok)
         if expected is not None:

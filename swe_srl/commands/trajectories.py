@@ -59,7 +59,7 @@ def decompose_cmd(
         None, "--tasks", help="Task set (split per instance; needed for --oracle-files)."
     ),
     repos_dir: Path | None = typer.Option(
-        None, "--repos-dir", help="Local clones, to read oracle files at base_commit."
+        None, "--repos-dir", help="Local clones of real repositories, to read oracle files at base_commit."
     ),
     tokenizer: str | None = typer.Option(
         None, "--tokenizer", help="HF tokenizer name/path, or a tokenizer.json."
@@ -79,9 +79,10 @@ def decompose_cmd(
     from swe_srl.trajectories.decompose import decompose, load_tokenizer
     from swe_srl.trajectories.importers import import_with_stats
 
-    if oracle_files and (tasks is None or repos_dir is None):
+    if oracle_files and tasks is None:
         raise ConfigError(
-            "--oracle-files needs --tasks (the instances) and --repos-dir (clones to read files from)"
+            "--oracle-files needs --tasks (the instances whose gold patches name the files); "
+            "real repositories are read from --repos-dir clones or cloned from GitHub"
         )
     trajs, skipped = [], 0
     for source in trajectories:
@@ -89,7 +90,7 @@ def decompose_cmd(
         trajs += found
         skipped += len(stats.skipped)
     wanted = {t.instance_id for t in trajs}
-    splits, contents = _task_inputs(tasks, repos_dir if oracle_files else None, wanted)
+    splits, contents = _task_inputs(tasks, repos_dir, wanted, oracle_files)
     samples, stats = decompose(
         trajs,
         oracle_files=contents,
@@ -104,7 +105,7 @@ def decompose_cmd(
 
 
 def _task_inputs(
-    tasks: str | None, repos_dir: Path | None, wanted: set[str]
+    tasks: str | None, repos_dir: Path | None, wanted: set[str], oracle_files: bool
 ) -> tuple[dict[str, str] | None, dict | None]:
     if tasks is None:
         return None, None
@@ -115,7 +116,7 @@ def _task_inputs(
     # Same default as tasks.load_instances(split=...): a record without a split is a test instance.
     splits = {i.instance_id: str(i.extra.get("split", "test")) for i in instances}
     used = [i for i in instances if i.instance_id in wanted]
-    return splits, oracle_contents(used, repos_dir) if repos_dir else None
+    return splits, oracle_contents(used, repos_dir) if oracle_files else None
 
 
 def register(app: typer.Typer) -> None:

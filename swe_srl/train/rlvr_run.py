@@ -55,9 +55,9 @@ def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
 
     oracle = {}
     if config.oracle_files:
-        from swe_srl.train.samples import task_oracle_files
+        from swe_srl.trajectories.oracle import oracle_contents
 
-        oracle = task_oracle_files(instances)
+        oracle = oracle_contents(instances)
     rows = []
     for instance in instances:
         files = oracle.get(instance.instance_id) or None

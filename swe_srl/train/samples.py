@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.tasks import Instance
+from swe_srl.trajectories.oracle import oracle_contents
 from swe_srl.trajectories.schema import Trajectory
 
 SAMPLES_FORMAT = "1"
@@ -30,31 +31,6 @@ class SampleSet:
     path: Path
     trajectories: list[Trajectory] = field(default_factory=list)
     instances: list[Instance] | None = None
-
-
-def instance_repo(instance: Instance, repos_dir: Path | None = None) -> Path:
-    """The git repository holding ``instance.base_commit``: ``extra["repo_dir"]`` (bundled/synthesized tasks), else
-    a clone from ``repos_dir`` or the repos cache (:func:`swe_srl.repos.repo_source`)."""
-    if instance.extra.get("repo_dir"):
-        return Path(instance.extra["repo_dir"])
-    from swe_srl.repos import repo_source
-
-    return repo_source(instance.repo, repos_dir)
-
-
-def task_oracle_files(
-    instances: Iterable[Instance], repos_dir: Path | None = None
-) -> dict[str, dict[str, str]]:
-    """instance_id → {path: content at base_commit} of the files the gold patch touches (added files: empty)."""
-    from swe_srl.trajectories.oracle import file_at_commit
-
-    contents: dict[str, dict[str, str]] = {}
-    for instance in instances:
-        repo = instance_repo(instance, repos_dir)
-        contents[instance.instance_id] = {
-            path: file_at_commit(repo, instance.base_commit, path) or "" for path in instance.oracle_files
-        }
-    return contents
 
 
 def _code_version() -> str:
@@ -118,7 +94,7 @@ def build_samples(
     if not path.exists():
         used = {t.instance_id for t in trajs}
         wanted = [i for i in instances or [] if i.instance_id in used]
-        oracle = task_oracle_files(wanted, repos_dir) if oracle_files else None
+        oracle = oracle_contents(wanted, repos_dir) if oracle_files else None
         splits = _splits(wanted) if instances is not None else None
         samples, _ = decompose(trajs, oracle_files=oracle, splits=splits)
         for sample in samples:

@@ -9,20 +9,17 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from swe_srl.errors import TaskError
 from swe_srl.tasks import Instance
 
 
-def find_repo(instance: Instance, repos_dir: Path) -> Path:
-    """The clone of ``instance.repo`` under ``repos_dir`` (``owner__name``, ``name`` or ``owner/name``)."""
-    owner, _, name = instance.repo.partition("/")
-    for candidate in (repos_dir / f"{owner}__{name}", repos_dir / name, repos_dir / owner / name):
-        if (candidate / ".git").exists():
-            return candidate
-    raise TaskError(
-        f"{instance.instance_id}: no git clone of {instance.repo} under {repos_dir} "
-        f"(expected {repos_dir / f'{owner}__{name}'} or {repos_dir / name}); clone it there or drop --oracle-files"
-    )
+def instance_repo(instance: Instance, repos_dir: Path | None = None) -> Path:
+    """The git repository holding ``instance.base_commit``: ``extra["repo_dir"]`` (bundled/synthesized tasks), else
+    a clone from ``repos_dir`` or the repos cache (:func:`swe_srl.repos.repo_source`, which names the layouts)."""
+    if instance.extra.get("repo_dir"):
+        return Path(instance.extra["repo_dir"])
+    from swe_srl.repos import repo_source
+
+    return repo_source(instance.repo, repos_dir)
 
 
 def file_at_commit(repo: Path, commit: str, path: str) -> str | None:
@@ -35,12 +32,14 @@ def file_at_commit(repo: Path, commit: str, path: str) -> str | None:
     return result.stdout.decode("utf-8", errors="replace")
 
 
-def oracle_contents(instances: Iterable[Instance], repos_dir: Path) -> dict[str, dict[str, str]]:
-    """instance_id → {path: content at base_commit} for the files the gold patch touches (new files: empty)."""
+def oracle_contents(
+    instances: Iterable[Instance], repos_dir: Path | None = None
+) -> dict[str, dict[str, str]]:
+    """instance_id → {path: content at base_commit} of the files the gold patch touches. Files the patch adds do
+    not exist at base and are left out, exactly as ``SWEEnv(oracle_files=True)`` leaves them out of its prompt."""
     contents: dict[str, dict[str, str]] = {}
     for instance in instances:
-        repo = find_repo(instance, repos_dir)
-        contents[instance.instance_id] = {
-            path: file_at_commit(repo, instance.base_commit, path) or "" for path in instance.oracle_files
-        }
+        repo = instance_repo(instance, repos_dir)
+        files = {path: file_at_commit(repo, instance.base_commit, path) for path in instance.oracle_files}
+        contents[instance.instance_id] = {path: text for path, text in files.items() if text is not None}
     return contents

@@ -15,7 +15,8 @@ pytest.importorskip("trl")
 from swe_srl.errors import TrainingError  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.run import build_effect, build_reward, fit_prompt, resolve_samples  # noqa: E402
-from swe_srl.train.samples import build_samples, task_oracle_files  # noqa: E402
+from swe_srl.train.samples import build_samples  # noqa: E402
+from swe_srl.trajectories.oracle import oracle_contents  # noqa: E402
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl  # noqa: E402
 
 pytestmark = pytest.mark.train
@@ -79,7 +80,7 @@ def test_oracle_samples_from_base_commit_with_splits_and_cache(task_set):
 
     tasks, trajs = task_set
     instances = load_instances(str(tasks))
-    assert task_oracle_files(instances)["demo__calc-a"] == {"calc.py": "def add(a, b):\n    return a - b\n"}
+    assert oracle_contents(instances)["demo__calc-a"] == {"calc.py": "def add(a, b):\n    return a - b\n"}
     first = build_samples([str(trajs)], instances=instances, oracle_files=True)
     rows = [json.loads(line) for line in first.path.read_text().splitlines()]
     assert len(rows) == 6 and {r["split"] for r in rows} == {"train", "test"}

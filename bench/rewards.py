@@ -5,7 +5,10 @@ edits (sed -i, editor str_replace/create, heredocs), test runs, inline Python, n
 Each repetition gives every policy action a unique trailing comment, so policy-side parses are never cache hits
 (as in GRPO, where completions are new), while the expert side is cached (it repeats across a group).
 
-    python bench/rewards.py [--seconds 3]
+    python bench/rewards.py [--seconds 3] [--no-effect]
+
+Then, unless --no-effect, the effect layer's evaluations/s cold vs cached (bench/effect.py; needs Docker and builds
+the bundled suite's scripted trajectories on first use).
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ def paper(expert: str, action: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="Wall time per measurement.")
+    parser.add_argument("--no-effect", action="store_true", help="Skip the effect layer (Docker) figures.")
     args = parser.parse_args()
     pairs = make_pairs()
     _rate(ours, pairs[:20], 0.2)  # warm up imports and the expert-side cache
@@ -108,6 +112,13 @@ def main() -> None:
     print(f"  syntax+semantic (tree-sitter + AST): {ours_rate:10,.0f} pairs/s   target >= 5,000")
     print(f"  SequenceMatcher (paper baseline):    {paper_rate:10,.0f} pairs/s")
     print(f"  ratio ours/baseline: {ours_rate / paper_rate:.2f}")
+    if not args.no_effect:
+        import sys
+
+        import effect  # bench/effect.py, next to this script
+
+        sys.argv = sys.argv[:1]
+        effect.main()
 
 
 if __name__ == "__main__":

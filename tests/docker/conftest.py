@@ -22,17 +22,6 @@ GIT_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
-def docker_engine():
-    """A connected docker-py client; the test is skipped only when no engine answers."""
-    from swe_srl.engine import docker_client
-
-    try:
-        return docker_client()
-    except DockerUnavailable as exc:
-        pytest.skip(f"no Docker engine answers: {exc}")
-
-
 def _git(repo: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
     proc = subprocess.run(

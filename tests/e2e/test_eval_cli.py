@@ -23,18 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docker"))
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
 
-@pytest.fixture(scope="module")
-def docker_engine():
-    """A connected docker-py client; the test is skipped only when no engine answers."""
-    from swe_srl.engine import docker_client
-    from swe_srl.errors import DockerUnavailable
-
-    try:
-        return docker_client()
-    except DockerUnavailable as exc:
-        pytest.skip(f"no Docker engine answers: {exc}")
-
-
 def _eval(*args: str, out: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "swe_srl.cli", "eval", *args, "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

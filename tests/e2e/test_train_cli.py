@@ -18,18 +18,6 @@ pytest.importorskip("trl")
 pytestmark = [pytest.mark.e2e, pytest.mark.docker, pytest.mark.train]
 
 
-@pytest.fixture(scope="module")
-def docker_engine():
-    """A connected docker-py client; the test is skipped only when no engine answers."""
-    from swe_srl.engine import docker_client
-    from swe_srl.errors import DockerUnavailable
-
-    try:
-        return docker_client()
-    except DockerUnavailable as exc:
-        pytest.skip(f"no Docker engine answers: {exc}")
-
-
 def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

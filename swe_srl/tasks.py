@@ -79,6 +79,11 @@ class Instance:
         return {**extra, **record}
 
     @property
+    def split(self) -> str:
+        """``extra["split"]`` (bundled/synthesized suites); a record without one is a test instance."""
+        return str(self.extra.get("split", "test"))
+
+    @property
     def oracle_files(self) -> list[str]:
         """Paths of the files the gold patch modifies (source files only; added/removed files included)."""
         from unidiff import PatchSet
@@ -100,7 +105,7 @@ BUNDLED_PREFIX = "bundled"
 def _split_filter(instances: list[Instance], split: str | None) -> list[Instance]:
     if split is None:
         return instances
-    return [i for i in instances if i.extra.get("split", "test") == split]
+    return [i for i in instances if i.split == split]
 
 
 def load_jsonl(path: Path) -> list[Instance]:

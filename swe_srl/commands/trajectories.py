@@ -113,8 +113,7 @@ def _task_inputs(
     from swe_srl.trajectories.oracle import oracle_contents
 
     instances = load_instances(tasks)
-    # Same default as tasks.load_instances(split=...): a record without a split is a test instance.
-    splits = {i.instance_id: str(i.extra.get("split", "test")) for i in instances}
+    splits = {i.instance_id: i.split for i in instances}
     used = [i for i in instances if i.instance_id in wanted]
     return splits, oracle_contents(used, repos_dir) if oracle_files else None
 

@@ -236,6 +236,13 @@ def grep(args):
     return proc.stdout.decode("utf-8", errors="replace").splitlines()
 
 
+def matches_report(count, term, where, body):
+    """SWE-agent's search output: a header with the count, one line per match (or file), a closing line."""
+    return "\n".join(
+        [f'Found {count} matches for "{term}" in {where}:', *body, f'End of matches for "{term}" in {where}']
+    )
+
+
 def cmd_search_dir(args):
     if not args or len(args) > 2:
         raise ToolError("Usage: search_dir <search_term> [<dir>]")
@@ -257,13 +264,7 @@ def cmd_search_dir(args):
     if len(counts) > 100:
         return f'More than {len(counts)} files matched for "{term}" in {folder}. Please narrow your search.'
     body = [f"{name} ({n} matches)" for name, n in sorted(counts.items())]
-    return "\n".join(
-        [
-            f'Found {sum(counts.values())} matches for "{term}" in {folder}:',
-            *body,
-            f'End of matches for "{term}" in {folder}',
-        ]
-    )
+    return matches_report(sum(counts.values()), term, folder, body)
 
 
 def cmd_search_file(args):
@@ -278,13 +279,7 @@ def cmd_search_file(args):
         return f'No matches found for "{term}" in {path}'
     if len(hits) > 100:
         return f'More than {len(hits)} lines matched for "{term}" in {path}. Please narrow your search.'
-    return "\n".join(
-        [
-            f'Found {len(hits)} matches for "{term}" in {path}:',
-            *(f"Line {n}:{text}" for n, text in hits),
-            f'End of matches for "{term}" in {path}',
-        ]
-    )
+    return matches_report(len(hits), term, path, [f"Line {n}:{text}" for n, text in hits])
 
 
 def cmd_find_file(args):

@@ -62,6 +62,13 @@ def train(
         f"mean reward {verdict}: first fifth {summary.get('reward_first_fifth', float('nan')):+.3f} → "
         f"last fifth {summary.get('reward_last_fifth', float('nan')):+.3f}{wall}; outputs in {cfg.output}"
     )
+    evals = summary.get("eval") or []
+    if len(evals) >= 2:
+        first, last = evals[0], evals[-1]
+        console.print(
+            f"held-out greedy reward: {first['mean_reward']:+.3f} at step {first['step']} → "
+            f"{last['mean_reward']:+.3f} at step {last['step']}"
+        )
 
 
 def register(app: typer.Typer) -> None:

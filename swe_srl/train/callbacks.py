@@ -132,7 +132,8 @@ def greedy_eval(
 
 
 class HeldOutEvalCallback(TrainerCallback):
-    """Every ``every`` steps and at the end: mean greedy reward on held-out samples → metrics.jsonl."""
+    """Before training, every ``every`` steps and at the end (``every`` 0: at the end only): mean greedy reward on
+    held-out samples → metrics.jsonl."""
 
     def __init__(
         self, rows, reward_func, metrics: MetricsCallback, every: int, max_new_tokens: int, batch_size: int
@@ -153,6 +154,10 @@ class HeldOutEvalCallback(TrainerCallback):
         )
         self.history.append((state.global_step, value))
         self.metrics.write({"step": state.global_step, "eval/mean_reward": value})
+
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if self.every:
+            self._run(state, model, processing_class)
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         if self.every and state.global_step % self.every == 0:

@@ -112,7 +112,8 @@ def grpo_args(config: TrainConfig, tiny: bool, defaults: dict[str, Any] | None =
     return GRPOConfig(output_dir=str(config.output_dir), report_to="none", disable_tqdm=True, **options)
 
 
-def _peft_config(config: TrainConfig):
+def peft_config(config: TrainConfig):
+    """The LoRA config for ``--lora`` (None without it)."""
     if not config.lora.enabled:
         return None
     from peft import LoraConfig
@@ -137,7 +138,9 @@ def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bo
         return config.model, False
     from swe_srl.train.tiny import make_tiny_policy, sample_texts
 
-    path = make_tiny_policy(sample_texts(train_rows), config.output_dir / "tiny-model", config.tiny)
+    path = make_tiny_policy(
+        sample_texts(train_rows), config.output_dir / "tiny-model", config.tiny, warmup_rows=train_rows
+    )
     return str(path), True
 
 
@@ -198,6 +201,14 @@ def fit_rows(rows: list[dict], max_tokens: int, tokenizer) -> list[dict]:
     return [{**row, "prompt": fit_prompt(row["prompt"], max_tokens, tokenizer, cache)} for row in rows]
 
 
+def spread(rows: list[dict], n: int) -> list[dict]:
+    """Up to ``n`` rows evenly spaced over ``rows`` (held-out samples from every instance, not the first few)."""
+    if n <= 0 or not rows:
+        return []
+    step = len(rows) / min(n, len(rows))
+    return [rows[int(i * step)] for i in range(min(n, len(rows)))]
+
+
 def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, console=None, effect=None):
     """The configured ``SRLGRPOTrainer`` with metrics, held-out eval and progress callbacks."""
     from transformers import AutoTokenizer, PrinterCallback
@@ -221,7 +232,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     if prefix:
         reward = PrefixedReward(reward, prefix)
     metrics = MetricsCallback(config.output_dir)
-    held_out = test_rows[: config.eval.max_samples]
+    held_out = spread(test_rows, config.eval.max_samples)
     evaluator = HeldOutEvalCallback(
         held_out, reward, metrics, config.eval.every, args.max_completion_length, config.eval.batch_size
     )
@@ -231,7 +242,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
         args=args,
         train_dataset=to_dataset(train_rows),
         processing_class=tokenizer,
-        peft_config=_peft_config(config),
+        peft_config=peft_config(config),
         callbacks=[metrics, evaluator, RichProgressCallback(console)],
         advantage=config.advantage,
         dynamic_sampling=config.dynamic_sampling,
@@ -240,6 +251,15 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     )
     trainer.remove_callback(PrinterCallback)  # the rich bar + metrics.jsonl replace printed dicts
     return trainer, evaluator
+
+
+def _warmup_summary(model_dir: Path) -> dict[str, Any]:
+    """The tiny model's format warm-up (steps, first and last loss), when it had one."""
+    path = model_dir / "warmup.json"
+    if not path.is_file():
+        return {}
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return {"format_warmup": {k: record[k] for k in ("steps", "loss_first", "loss_last")}}
 
 
 def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -> dict[str, Any]:
@@ -261,6 +281,7 @@ def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -
         "reward_last_fifth": last,
         "reward_rose": bool(last > first),
         "eval": [{"step": s, "mean_reward": v} for s, v in evaluator.history],
+        **_warmup_summary(Path(trainer.model.name_or_path)),
         "final_model": str(config.output_dir / "final"),
         "metrics": str(config.output_dir / "metrics.jsonl"),
         "plot": str(config.output_dir / "training_curves.png"),

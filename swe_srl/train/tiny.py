@@ -1,8 +1,12 @@
-"""The embedded default policy: a random-init Qwen2-shaped causal LM and a byte-level BPE tokenizer trained
-in-process on the training texts, saved so it reloads with ``AutoModelForCausalLM`` / ``AutoTokenizer``.
+"""The embedded default policy: a Qwen2-shaped causal LM and a byte-level BPE tokenizer trained in-process on the
+training texts, saved so it reloads with ``AutoModelForCausalLM`` / ``AutoTokenizer``.
 
-The chat template's generation prompt already opens ``<think>`` (as reasoning models' templates do), and the
-vocabulary is small, so a random policy closes the think block and writes an action often enough to learn from.
+The chat template's generation prompt already opens ``<think>`` (as reasoning models' templates do). A real SRL run
+starts from an instruction-tuned model that already answers in the format; the tiny model gets that from a short
+*format warm-up* instead: a few supervised steps on the train split's ``</think>`` + expert action (an empty thought,
+since the tiny completion budget is 24 tokens). Without it (``tiny.warmup_steps=0``) SRL from random init still
+raises the sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``), so the held-out greedy
+evaluation would sit at −1.
 """
 
 from __future__ import annotations
@@ -69,16 +73,95 @@ def build_model(tokenizer, options: TinyOptions):
     return model
 
 
-def make_tiny_policy(texts: Iterable[str], directory: Path, options: TinyOptions | None = None) -> Path:
-    """Build (or reuse, when already saved) the tiny model + tokenizer in ``directory``; returns the path."""
+def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_completion_tokens: int = 24):
+    """(prompt ids, target ids) per row: the fitted chat prompt, then ``</think>`` + the expert action + EOS."""
+    from swe_srl.train.run import fit_rows
+
+    examples = []
+    for row in fit_rows(rows, max_prompt_tokens, tokenizer):
+        text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
+        prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
+        target = tokenizer(f"{THINK_CLOSE}\n{row['expert_action'].strip()}", add_special_tokens=False)[
+            "input_ids"
+        ]
+        examples.append((prompt, (target + [tokenizer.eos_token_id])[:max_completion_tokens]))
+    return examples
+
+
+def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> list[float]:
+    """``options.warmup_steps`` AdamW steps of next-token loss on the targets only; returns the loss per step."""
+    import random
+
+    import torch
+
+    examples = warmup_examples(rows, tokenizer, options.max_prompt_tokens)
+    if not examples:
+        return []
+    optimizer = torch.optim.AdamW(model.parameters(), lr=options.warmup_lr)
+    rng, pad, losses = random.Random(options.seed), tokenizer.pad_token_id, []
+    model.train()
+    for _ in range(options.warmup_steps):
+        batch = rng.sample(examples, min(options.warmup_batch, len(examples)))
+        width = max(len(p) + len(t) for p, t in batch)
+        ids = torch.full((len(batch), width), pad)
+        labels = torch.full((len(batch), width), -100)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, (prompt, target) in enumerate(batch):  # left padding, as at generation time
+            ids[i, width - len(prompt) - len(target) :] = torch.tensor(prompt + target)
+            mask[i, width - len(prompt) - len(target) :] = 1
+            labels[i, width - len(target) :] = torch.tensor(target)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+def make_tiny_policy(
+    texts: Iterable[str],
+    directory: Path,
+    options: TinyOptions | None = None,
+    warmup_rows: list[dict] | None = None,
+) -> Path:
+    """Build (or reuse, when already saved) the tiny model + tokenizer in ``directory``; returns the path.
+
+    With ``warmup_rows`` (step samples) the model gets the format warm-up before it is saved; its losses go to
+    ``warmup.json``. The directory appears whole or not at all (built beside it, then renamed).
+    """
+    import json
+    import shutil
+    import tempfile
+
+    from swe_srl.paths import atomic_write_text
+
     options = options or TinyOptions()
     if (directory / "config.json").exists() and (directory / "tokenizer.json").exists():
         return directory
     tokenizer = build_tokenizer(texts, options.vocab_size)
     model = build_model(tokenizer, options)
-    directory.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(directory)
-    model.save_pretrained(directory)
+    losses = (
+        format_warmup(model, tokenizer, warmup_rows, options) if warmup_rows and options.warmup_steps else []
+    )
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
+    try:
+        tokenizer.save_pretrained(staging)
+        model.save_pretrained(staging)
+        if losses:
+            record = {
+                "steps": len(losses),
+                "loss_first": losses[0],
+                "loss_last": losses[-1],
+                "losses": losses,
+            }
+            atomic_write_text(staging / "warmup.json", json.dumps(record) + "\n")
+        shutil.rmtree(directory, ignore_errors=True)
+        staging.rename(directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return directory
 
 

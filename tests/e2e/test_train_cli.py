@@ -50,11 +50,14 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
         "dynamic_sampling/kept_ratio",
     ):
         assert key in train[-1], key
-    assert any("eval/mean_reward" in r for r in records)  # held-out greedy evaluation at the end
+    # held-out greedy evaluation before training and at the end
+    assert [r["step"] for r in records if "eval/mean_reward" in r] == [0, 3]
+    assert "held-out greedy reward" in proc.stdout
     assert (out / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 3 and summary["train_samples"] > 0 and summary["test_samples"] > 0
+    assert summary["format_warmup"]["loss_last"] < summary["format_warmup"]["loss_first"]
     assert summary["reward_first_fifth"] >= -1.0 and summary["reward_last_fifth"] <= 1.0
     samples = [json.loads(line) for line in Path(summary["samples_file"]).read_text().splitlines()]
     assert all(s["oracle_files"] for s in samples)

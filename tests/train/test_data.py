@@ -86,3 +86,35 @@ def test_oracle_prompt_contains_files_and_plain_does_not():
     assert "return x[0]" not in json.dumps(plain[0]["prompt"])
     train, _ = split_rows(with_files, test_fraction=0.0)
     assert "return x[0]" in train[0]["prompt"][1]["content"]  # survives into the training dataset
+
+
+def test_format_warmup_teaches_the_format_and_is_optional(tmp_path: Path):
+    """The warm-up lowers the target loss and makes greedy output parse; warmup_steps=0 leaves a random init."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from swe_srl.actions import parse_output
+    from swe_srl.train.config import TinyOptions
+
+    rows = [r for r in make_samples() if r["split"] == "train"]
+    options = TinyOptions(hidden_size=32, vocab_size=300, warmup_steps=40, max_prompt_tokens=96)
+    path = make_tiny_policy(sample_texts(rows), tmp_path / "warm", options, warmup_rows=rows)
+    record = json.loads((path / "warmup.json").read_text())
+    assert record["steps"] == 40 and record["loss_last"] < record["loss_first"] / 2
+    assert not list(tmp_path.glob(".warm-*")), "staging directory left behind"
+
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
+    prompt = tok.apply_chat_template(rows[0]["prompt"], add_generation_prompt=True, tokenize=False)
+    ids = tok(prompt, return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        out = model.generate(**ids, do_sample=False, max_new_tokens=24, pad_token_id=tok.pad_token_id)
+    completion = tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
+    assert parse_output("<think>" + completion).action  # closes the think block, then writes an action
+
+    cold = make_tiny_policy(
+        sample_texts(rows),
+        tmp_path / "cold",
+        options.model_copy(update={"warmup_steps": 0}),
+        warmup_rows=rows,
+    )
+    assert not (cold / "warmup.json").exists()

@@ -72,7 +72,7 @@ def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, co
     from swe_srl.train.callbacks import MetricsCallback, RichProgressCallback
     from swe_srl.train.data import to_dataset
     from swe_srl.train.rlvr import make_rollout_func, outcome_reward
-    from swe_srl.train.run import grpo_args, prepare_policy, think_prefix
+    from swe_srl.train.run import grpo_args, peft_config, prepare_policy, think_prefix
     from swe_srl.train.trainer import SRLGRPOTrainer
 
     model_path, tiny = prepare_policy(config, rows)
@@ -87,6 +87,7 @@ def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, co
         args=args,
         train_dataset=to_dataset(rows),
         processing_class=tokenizer,
+        peft_config=peft_config(config),
         callbacks=[MetricsCallback(config.output_dir), RichProgressCallback(console)],
         rollout_func=make_rollout_func(runner, config.rlvr.max_new_tokens),
         advantage=config.advantage,

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.train
 FAST = [
     "tiny.hidden_size=32",
     "tiny.vocab_size=300",
+    "tiny.warmup_steps=4",  # the format warm-up runs, briefly
     "trl.num_generations=4",
     "trl.per_device_train_batch_size=8",
     "trl.max_completion_length=8",
@@ -52,6 +53,7 @@ def test_tiny_training_end_to_end(samples_file: Path, tmp_path: Path):
     )
     summary = run_training(cfg, reward_func=StandInReward())
     assert summary["steps"] == 2
+    assert summary["format_warmup"]["steps"] == 4
     before, after = _weights(out / "tiny-model"), _weights(out / "checkpoint-2")
     assert any(not torch.equal(before[k], after[k]) for k in before), "no parameter changed"
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -88,3 +90,27 @@ def test_zero_variance_groups_contribute_no_gradient(samples_file: Path, tmp_pat
     record = next(json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if "reward" in x)
     assert record["dynamic_sampling/kept_ratio"] == 0.0
     assert record["dynamic_sampling/rounds"] == 2.0
+
+
+def test_lora_trains_adapters_only_in_srl_and_rlvr(samples_file: Path, tmp_path: Path):
+    """--lora: SRL saves a peft adapter (the base weights never move) and the RLVR stage wraps its policy the same."""
+    from peft import PeftModel
+
+    from swe_srl.train.rlvr_run import _trainer
+
+    out = tmp_path / "lora"
+    sets = [*FAST, "trl.max_steps=1", "eval.max_samples=0", "lora.enabled=true", "lora.r=4"]
+    cfg = load_config(None, sets, samples=str(samples_file), output=str(out))
+    run_training(cfg, reward_func=StandInReward())
+    assert (out / "final" / "adapter_config.json").is_file()
+    adapter = json.loads((out / "final" / "adapter_config.json").read_text())
+    assert adapter["r"] == 4 and Path(adapter["base_model_name_or_path"]) == out / "tiny-model"
+
+    rows = [{"prompt": [{"role": "user", "content": "fix it"}], "instance_id": "x"}]
+    rlvr = load_config(
+        None, ["lora.enabled=true"], stage="rlvr", init=str(out / "tiny-model"), output=str(tmp_path)
+    )
+    trainer, _ = _trainer(rlvr, rows, lambda tokenizer, prefix: None, None)
+    assert isinstance(trainer.model, PeftModel)
+    trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n for n in trainable)

@@ -4,17 +4,16 @@ mid-episode is retried, the instance is reported once and the dead worker's cont
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from chat_stub import serving
 
 from swe_srl.evaluate import EvalSettings, evaluate
 from swe_srl.tasks import Instance, load_instances
@@ -79,45 +78,23 @@ def test_local_pool_and_ray_give_the_same_report(
     assert _stable(tmp_path / "ray") == _stable(tmp_path / "local")
 
 
-class _GoldServer:
-    """OpenAI-compatible and stateless (a retried episode gets the same answers): the gold edit first, then
-    ``submit``; the first request is held ``hold_s`` so a test can kill the worker mid-episode."""
+def _gold_answers(instances: list[Instance], hold_s: float):
+    """A stateless chat answer (a retried episode gets the same answers): the gold edit first, then ``submit``; the
+    first request is held ``hold_s`` so a test can kill the worker mid-episode."""
+    from swe_srl.policies import gold_script
 
-    def __init__(self, instances: list[Instance], hold_s: float) -> None:
-        from swe_srl.policies import gold_script
+    scripts = {i.problem_statement: gold_script(i) for i in instances}
+    first = threading.Event()
 
-        scripts = {i.problem_statement: gold_script(i) for i in instances}
-        first = threading.Event()
+    def answer(request: dict) -> str:
+        messages = request["messages"]
+        if not first.is_set():
+            first.set()
+            time.sleep(hold_s)
+        script = next(s for p, s in scripts.items() if p in messages[1]["content"])
+        return script[min(sum(m["role"] == "assistant" for m in messages), len(script) - 1)]
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server API)
-                messages = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["messages"]
-                if not first.is_set():
-                    first.set()
-                    time.sleep(hold_s)
-                script = next(s for p, s in scripts.items() if p in messages[1]["content"])
-                turn = min(sum(m["role"] == "assistant" for m in messages), len(script) - 1)
-                body = json.dumps({"choices": [{"message": {"content": script[turn]}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-
-@contextlib.contextmanager
-def _serving(server: _GoldServer) -> Iterator[_GoldServer]:
-    threading.Thread(target=server.httpd.serve_forever, daemon=True).start()
-    try:
-        yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+    return answer
 
 
 def _kill_first_episode_worker(docker_engine, killed: list[tuple[int, str]]) -> None:
@@ -151,7 +128,7 @@ def test_ray_worker_killed_mid_episode_is_retried_and_counted_once(
 ) -> None:
     killed: list[tuple[int, str]] = []
     killer = threading.Thread(target=_kill_first_episode_worker, args=(docker_engine, killed))
-    with _serving(_GoldServer(instances, hold_s=8.0)) as server:
+    with serving(_gold_answers(instances, hold_s=8.0)) as server:
         killer.start()
         settings = EvalSettings("openai", base_url=server.url, model="gold")
         report = evaluate(settings, instances, tmp_path, workers=2, ray=cluster)

@@ -10,13 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from chat_stub import ChatStub, serving
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docker"))
 
@@ -62,41 +61,12 @@ def test_gold_resolves_and_empty_fails_on_bundled_test_tasks(
     assert sorted(_predictions(tmp_path)) == ids
 
 
-class _ChatServer:
-    """An OpenAI-compatible server on 127.0.0.1 that answers every chat completion with the next scripted text."""
-
-    def __init__(self, outputs: list[str]) -> None:
-        self.outputs = list(outputs)
-        self.requests: list[dict] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server API)
-                owner.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                text = owner.outputs.pop(0)
-                body = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-
 @contextlib.contextmanager
-def _serving(outputs: list[str]) -> Iterator[_ChatServer]:
-    server = _ChatServer(outputs)
-    threading.Thread(target=server.httpd.serve_forever, daemon=True).start()
-    try:
-        yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+def _serving(outputs: list[str]) -> Iterator[ChatStub]:
+    """A chat server answering the requests with ``outputs`` in turn."""
+    queue = list(outputs)
+    with serving(lambda request: queue.pop(0)) as stub:
+        yield stub
 
 
 def test_openai_policy_resolves_with_oracle_files_in_the_prompt(tiny: Path, tmp_path: Path) -> None:
@@ -108,7 +78,7 @@ def test_openai_policy_resolves_with_oracle_files_in_the_prompt(tiny: Path, tmp_
         args = ["--policy", "openai", "--base-url", server.url, "--model", "tiny", "--dataset", str(tiny)]
         _eval(*args, "--instances", instance.instance_id, "--oracle-files", out=tmp_path)
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["resolved_rate"] == 1.0 and server.outputs == []
+    assert report["resolved_rate"] == 1.0 and len(server.requests) == len(gold_script(instance))  # all used
     assert _predictions(tmp_path)[instance.instance_id]["model_name_or_path"] == "tiny"
     traj = json.loads((tmp_path / "trajectories" / f"{instance.instance_id}.jsonl").read_text())
     assert [s["action"].splitlines()[-1] for s in traj["steps"]][-1] == "submit"
@@ -129,7 +99,7 @@ def test_malformed_output_ends_at_max_steps_with_format_errors_counted(tiny: Pat
         "status": "unresolved", "exit_reason": "max_steps", "steps": 3, "format_errors": 3
     }  # fmt: skip
     assert (report["format_errors"], report["format_error_rate"], report["mean_steps"]) == (3, 1.0, 3.0)
-    assert report["errors"] == [] and server.outputs == []
+    assert report["errors"] == [] and len(server.requests) == 3
 
 
 def test_tiny_hf_checkpoint_completes_and_reports(tiny: Path, tmp_path: Path) -> None:

@@ -114,3 +114,34 @@ def test_lora_trains_adapters_only_in_srl_and_rlvr(samples_file: Path, tmp_path:
     assert isinstance(trainer.model, PeftModel)
     trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n for n in trainable)
+
+
+def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, tmp_path: Path):
+    """--model (a local HF checkpoint): the paper's TRL defaults apply (lr 5e-6 cosine to 1e-6, β 0.05, 8
+    generations, clip 1.0) unless overridden, prompts are not cut to the tiny context, and training runs."""
+    from swe_srl.train.data import read_samples
+    from swe_srl.train.run import build_trainer, grpo_args
+    from swe_srl.train.tiny import make_tiny_policy, sample_texts
+
+    model = make_tiny_policy(sample_texts(read_samples(samples_file)), tmp_path / "hf-model")
+    cfg = load_config(None, [], model=str(model), samples=str(samples_file), output=str(tmp_path / "a"))
+    args = grpo_args(cfg, tiny=False)
+    assert (args.learning_rate, args.beta, args.num_generations, args.max_grad_norm) == (5e-6, 0.05, 8, 1.0)
+    assert args.lr_scheduler_kwargs == {"min_lr": 1e-6} and args.max_completion_length == 512
+
+    small = [
+        "trl.num_generations=4",
+        "trl.per_device_train_batch_size=8",
+        "trl.gradient_accumulation_steps=1",
+    ]
+    small += ["trl.max_completion_length=8", "trl.max_steps=1", "eval.max_samples=0", "trl.save_steps=1"]
+    cfg = load_config(None, small, model=str(model), samples=str(samples_file), output=str(tmp_path / "b"))
+    summary = run_training(cfg, reward_func=StandInReward())
+    assert summary["steps"] == 1 and summary["model"] == str(model) and "format_warmup" not in summary
+    long_row = max(read_samples(samples_file), key=lambda r: len(r["prompt"]))
+    trainer, _ = build_trainer(cfg, [long_row], [], StandInReward())
+    assert trainer.train_dataset[0]["prompt"] == long_row["prompt"]  # whole prompt, no tiny-context cut
+    first = next(
+        json.loads(x) for x in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines() if "reward" in x
+    )
+    assert 1e-6 <= first["learning_rate"] <= 5e-6

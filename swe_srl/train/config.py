@@ -121,6 +121,12 @@ class TrainConfig(_Strict):
     fast_generation: bool = Field(
         True, description="On CUDA: static KV cache + compiled decoding for rollouts."
     )
+    max_prompt_tokens: int | None = Field(
+        None,
+        ge=32,
+        description="Real models (--model): cut longer prompts to their last N tokens, whole latest messages first "
+        "(None = whole prompts). The tiny model uses tiny.max_prompt_tokens.",
+    )
     test_fraction: float = Field(
         0.1, ge=0.0, lt=1.0, description="Held-out share when samples carry no split."
     )

@@ -221,13 +221,15 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)
-    if tiny:  # the tiny model's context window; few threads (a 64-wide model gains nothing from more)
+    if tiny:  # few threads: a 64-wide model gains nothing from more
         import torch
 
         if not torch.cuda.is_available():
             torch.set_num_threads(config.tiny.threads)
-        train_rows = fit_rows(train_rows, config.tiny.max_prompt_tokens, tokenizer)
-        test_rows = fit_rows(test_rows, config.tiny.max_prompt_tokens, tokenizer)
+    max_prompt = config.tiny.max_prompt_tokens if tiny else config.max_prompt_tokens
+    if max_prompt:  # the model's context window
+        train_rows = fit_rows(train_rows, max_prompt, tokenizer)
+        test_rows = fit_rows(test_rows, max_prompt, tokenizer)
     reward = reward_func if reward_func is not None else build_reward(config, effect)
     if prefix:
         reward = PrefixedReward(reward, prefix)

@@ -141,6 +141,16 @@ def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, t
     long_row = max(read_samples(samples_file), key=lambda r: len(r["prompt"]))
     trainer, _ = build_trainer(cfg, [long_row], [], StandInReward())
     assert trainer.train_dataset[0]["prompt"] == long_row["prompt"]  # whole prompt, no tiny-context cut
+    cut = load_config(
+        None,
+        [*small, "max_prompt_tokens=40"],
+        model=str(model),
+        samples=str(samples_file),
+        output=str(tmp_path / "c"),
+    )
+    trainer, _ = build_trainer(cut, [long_row], [], StandInReward())
+    prompt = trainer.train_dataset[0]["prompt"]
+    assert prompt != long_row["prompt"] and prompt[-1] == long_row["prompt"][-1]  # latest message kept whole
     first = next(
         json.loads(x) for x in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines() if "reward" in x
     )

@@ -1,10 +1,13 @@
 """GRPO step benchmark: our SRLGRPOTrainer (static KV cache + compiled decoding) vs plain TRL GRPOTrainer.
 
 Same policy (random-init, Qwen2.5-0.5B shape, vocab 32k), same prompts (2,048 tokens), same completions (256
-tokens), same reward, 8 prompts × 8 generations per step. Prints step time, completion tokens/s and peak memory.
+tokens), same reward, 8 prompts × 8 generations per step, gradient checkpointing + bf16 on CUDA for both. Plain TRL
+keeps its defaults. Prints, as each trainer finishes, step time (median after the first, warm-up step), generation
+time per step, completion tokens/s, peak memory and compiled graphs; ``--json`` writes the same figures.
 
-    python bench/train_gpu.py                 # CUDA machine, the real shapes
-    python bench/train_gpu.py --tiny          # CPU smoke run of the same code path (tests use it)
+    python bench/train_gpu.py --json out.json     # CUDA machine, the real shapes (bench/gpu_run.sh)
+    python bench/train_gpu.py --tiny              # CPU smoke run of the same code path
+    python bench/train_gpu.py --tiny --compile-cpu  # ... with the decoding step compiled on CPU (tests use it)
 """
 
 from __future__ import annotations
@@ -12,11 +15,15 @@ from __future__ import annotations
 import argparse
 import difflib
 import gc
+import json
+import math
 import random
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, TrainerCallback
@@ -32,7 +39,7 @@ REAL = {
     "completion": 256,
     "prompts": 8,
     "gens": 8,
-    "steps": 5,
+    "steps": 4,
 }
 TINY = {
     "hidden": 64,
@@ -70,7 +77,9 @@ def make_policy(shape: dict, directory: Path) -> Path:
         pad_token_id=0,
     )
     torch.manual_seed(0)
-    Qwen2ForCausalLM(config).save_pretrained(directory)
+    Qwen2ForCausalLM(config).to(
+        torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    ).save_pretrained(directory)
     fast.save_pretrained(directory)
     return directory
 
@@ -100,31 +109,53 @@ def similarity_reward(prompts, completions, expert_action, **_):
 
 
 class StepTimer(TrainerCallback):
-    """Wall time of each optimizer step (generation + scoring + backward)."""
+    """Wall time of each optimizer step (generation + scoring + backward); stops training past ``deadline``."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float) -> None:
         self.times: list[float] = []
+        self.deadline = deadline
         self._start = 0.0
 
     def on_step_begin(self, args, state, control, **kwargs):
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
+        _sync()
         self._start = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
+        _sync()
         self.times.append(time.perf_counter() - self._start)
+        print(f"  step {len(self.times)}: {self.times[-1]:.2f} s", flush=True)
+        if time.perf_counter() > self.deadline:
+            print("  time budget spent: stopping this trainer", flush=True)
+            control.should_training_stop = True
 
 
-def run(kind: str, model_dir: Path, shape: dict, out: Path) -> dict:
-    from trl import GRPOConfig, GRPOTrainer
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
-    from swe_srl.train.config import DynamicSampling
-    from swe_srl.train.trainer import SRLGRPOTrainer
+
+def time_generation(trainer: Any) -> list[float]:
+    """Wrap the trainer's generation call (the same one for both trainers) to time it; returns the list it fills."""
+    times: list[float] = []
+    inner = trainer._generate_single_turn
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        _sync()
+        start = time.perf_counter()
+        out = inner(*args, **kwargs)
+        _sync()
+        times.append(time.perf_counter() - start)
+        return out
+
+    trainer._generate_single_turn = timed
+    return times
+
+
+def grpo_args(kind: str, shape: dict, out: Path) -> Any:
+    from trl import GRPOConfig
 
     cuda = torch.cuda.is_available()
-    args = GRPOConfig(
+    return GRPOConfig(
         output_dir=str(out / kind),
         report_to="none",
         save_strategy="no",
@@ -138,70 +169,141 @@ def run(kind: str, model_dir: Path, shape: dict, out: Path) -> dict:
         max_completion_length=shape["completion"],
         bf16=cuda,
         use_cpu=not cuda,
-        gradient_checkpointing=cuda,
+        gradient_checkpointing=True,
         model_init_kwargs={"dtype": torch.bfloat16} if cuda else None,
     )
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(
-        model_dir
-    )  # AutoTokenizer would pick Qwen2's BPE class
+
+
+def build(kind: str, model_dir: Path, shape: dict, out: Path, timer: StepTimer, compile_cpu: bool) -> Any:
+    from trl import GRPOTrainer
+
+    from swe_srl.train.config import DynamicSampling
+    from swe_srl.train.trainer import SRLGRPOTrainer, enable_fast_generation
+
     common = {
         "model": str(model_dir),
         "reward_funcs": similarity_reward,
-        "args": args,
-        "processing_class": tokenizer,
+        "args": grpo_args(kind, shape, out),
+        # AutoTokenizer would pick Qwen2's BPE class
+        "processing_class": PreTrainedTokenizerFast.from_pretrained(model_dir),
         "train_dataset": make_dataset(shape),
-        "callbacks": [timer := StepTimer()],
+        "callbacks": [timer],
     }
-    if kind == "ours":
-        # epsilon 0: keep every group with any spread, so both runs generate the same number of completions
-        trainer = SRLGRPOTrainer(**common, dynamic_sampling=DynamicSampling(epsilon=0.0, max_rounds=1))
-        if not cuda:  # exercise the static cache path on CPU too (compilation is a CUDA-only win)
-            trainer.generation_config.cache_implementation = "static"
-    else:
-        trainer = GRPOTrainer(**common)
-    if cuda:
+    if kind == "plain":
+        return GRPOTrainer(**common)
+    # no dynamic sampling: one generation round and every group trained, the same work as plain TRL
+    trainer = SRLGRPOTrainer(**common, dynamic_sampling=DynamicSampling(enabled=False))
+    if not torch.cuda.is_available():  # CPU: static cache always, compiled decoding on request
+        trainer.generation_config.cache_implementation = "static"
+        if compile_cpu:
+            enable_fast_generation(trainer.generation_config, all_devices=True)
+    return trainer
+
+
+def run(kind: str, model_dir: Path, shape: dict, out: Path, deadline: float, compile_cpu: bool) -> dict:
+    from torch._dynamo.utils import counters
+
+    timer = StepTimer(deadline)
+    trainer = build(kind, model_dir, shape, out, timer, compile_cpu)
+    gen_times = time_generation(trainer)
+    graphs_before = counters["stats"]["unique_graphs"]
+    if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     trainer.train()
-    lengths = trainer.state.log_history
+    history = trainer.state.log_history
     mean_len = statistics.mean(
-        h["completions/mean_length"] for h in lengths if "completions/mean_length" in h
+        h["completions/mean_length"] for h in history if "completions/mean_length" in h
     )
     steady = timer.times[1:] or timer.times  # the first step includes compilation / warm-up
     step = statistics.median(steady)
+    gen_cfg = trainer.generation_config
     result = {
         "trainer": kind,
+        "steps": len(timer.times),
         "step_s": step,
         "first_step_s": timer.times[0],
+        "step_times_s": timer.times,
+        "gen_s": statistics.median(gen_times[1:] or gen_times),
+        "gen_times_s": gen_times,
         "completion_tok_s": mean_len * shape["prompts"] * shape["gens"] / step,
-        "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else float("nan"),
-        "reward": statistics.mean(h["reward"] for h in lengths if "reward" in h),
+        "mean_completion_len": mean_len,
+        "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else math.nan,
+        "reward": statistics.mean(h["reward"] for h in history if "reward" in h),
+        "compiled_graphs": counters["stats"]["unique_graphs"] - graphs_before,
+        "cache_implementation": gen_cfg.cache_implementation,
+        "compile": not gen_cfg.disable_compile,
     }
     del trainer
     gc.collect()
-    if cuda:
+    if torch.cuda.is_available():
         torch.cuda.empty_cache()
     return result
 
 
-def main() -> None:
+HEADER = f"{'trainer':8} {'step s':>7} {'1st s':>7} {'gen s':>6} {'compl tok/s':>11} {'peak GiB':>8} {'reward':>7} {'graphs':>6}"
+
+
+def row(r: dict) -> str:
+    return (
+        f"{r['trainer']:8} {r['step_s']:7.2f} {r['first_step_s']:7.2f} {r['gen_s']:6.2f} "
+        f"{r['completion_tok_s']:11.0f} {r['peak_gib']:8.1f} {r['reward']:7.3f} {r['compiled_graphs']:6d}"
+    )
+
+
+def environment() -> dict:
+    import transformers
+    import trl
+
+    cuda = torch.cuda.is_available()
+    return {
+        "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+        "python": sys.version.split()[0],
+    }
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on CPU (smoke test)")
-    parser.add_argument("--steps", type=int, default=None, help="optimizer steps per trainer")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="optimizer steps per trainer (first = warm-up)"
+    )
     parser.add_argument("--only", choices=["ours", "plain"], default=None, help="run one trainer")
-    ns = parser.parse_args()
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here (after each trainer)")
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=420.0,
+        help="seconds for both trainers; a trainer past it stops after its step",
+    )
+    parser.add_argument(
+        "--compile-cpu", action="store_true", help="CPU: compile the decoding step as on CUDA"
+    )
+    return parser.parse_args()
+
+
+def main() -> None:
+    ns = parse_args()
+    deadline = time.perf_counter() + ns.time_budget
     shape = dict(TINY if ns.tiny else REAL)
     shape["steps"] = ns.steps or shape["steps"]
+    report: dict[str, Any] = {"shape": shape, **environment(), "results": []}
+    print(f"shape: {shape}\nenv: {environment()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = make_policy(shape, Path(tmp) / "policy")
-        kinds = [ns.only] if ns.only else ["plain", "ours"]
-        results = [run(kind, model_dir, shape, Path(tmp)) for kind in kinds]
-    print(f"shape: {shape}  device: {torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'}")
-    print(f"{'trainer':8} {'step s':>8} {'1st step s':>10} {'compl tok/s':>12} {'peak GiB':>9} {'reward':>7}")
-    for r in results:
-        print(
-            f"{r['trainer']:8} {r['step_s']:8.2f} {r['first_step_s']:10.2f} {r['completion_tok_s']:12.0f} "
-            f"{r['peak_gib']:9.1f} {r['reward']:7.3f}"
-        )
+        for kind in [ns.only] if ns.only else ["plain", "ours"]:
+            if time.perf_counter() > deadline:
+                print(f"{kind}: skipped, time budget spent", flush=True)
+                continue
+            print(f"== {kind}", flush=True)
+            report["results"].append(run(kind, model_dir, shape, Path(tmp), deadline, ns.compile_cpu))
+            print(HEADER + "\n" + "\n".join(row(r) for r in report["results"]), flush=True)
+            if ns.json:
+                from swe_srl.paths import atomic_write_text
+
+                atomic_write_text(ns.json, json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

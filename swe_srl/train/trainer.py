@@ -57,6 +57,43 @@ def compute_advantages(rewards: torch.Tensor, num_generations: int, kind: str) -
     return torch.nan_to_num(adv, nan=0.0).reshape(-1)
 
 
+def enable_fast_generation(generation_config: Any, *, all_devices: bool = False) -> None:
+    """Static KV cache + transformers' auto-compiled decoding step (inductor, CUDA graphs) in ``generate``.
+
+    TRL builds its GenerationConfig with ``disable_compile=True``; this turns compilation back on. Only the one-token
+    decoding step is compiled (prefill stays eager), once per cache shape. ``all_devices`` compiles on CPU too,
+    which only tests can want.
+    """
+    from transformers import CompileConfig
+
+    compile_config = CompileConfig()  # inductor, mode="reduce-overhead" (CUDA graphs; plain inductor on CPU)
+    compile_config._compile_all_devices = all_devices or None
+    generation_config.cache_implementation = "static"
+    generation_config.disable_compile = False
+    generation_config.compile_config = compile_config
+
+
+def idempotent_input_grad_hooks(model: torch.nn.Module) -> None:
+    """Make ``enable_input_require_grads`` replace its embedding hook instead of adding one more.
+
+    TRL turns gradient checkpointing off around generation and back on after it, twice a step; each
+    ``gradient_checkpointing_enable`` registers another forward hook on the input embeddings and (outside PEFT)
+    nothing removes them. The growing hook count costs a little on every forward and makes torch.compile's guard on
+    it fail: the compiled decoding step was recompiled at every training step.
+    """
+    from transformers import PreTrainedModel
+
+    for module in model.modules():
+        if isinstance(module, PreTrainedModel) and "enable_input_require_grads" not in vars(module):
+            enable, disable = module.enable_input_require_grads, module.disable_input_require_grads
+
+            def replace(enable: Any = enable, disable: Any = disable) -> None:
+                disable()
+                enable()
+
+            module.enable_input_require_grads = replace  # type: ignore[method-assign]
+
+
 def _completion_text(completion: Any) -> str:
     if isinstance(completion, list):
         return "".join(
@@ -141,10 +178,9 @@ class SRLGRPOTrainer(GRPOTrainer):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        if fast_generation and torch.cuda.is_available() and not self.use_vllm:
-            # static KV cache + compiled decoding step (TRL builds its GenerationConfig with disable_compile=True)
-            self.generation_config.cache_implementation = "static"
-            self.generation_config.disable_compile = False
+        idempotent_input_grad_hooks(self.model)
+        if fast_generation and torch.cuda.is_available() and self._fast_generation_ok():
+            enable_fast_generation(self.generation_config)
         if advantage not in ("grpo", "rloo"):
             raise TrainingError(f"unknown advantage {advantage!r}: use 'grpo' or 'rloo'")
         self.advantage = advantage
@@ -154,6 +190,17 @@ class SRLGRPOTrainer(GRPOTrainer):
         gen = torch.Generator().manual_seed(self.args.seed + self.accelerator.process_index)
         self._refill_gen = gen
         self._refill_order: list[int] = []
+
+    def _fast_generation_ok(self) -> bool:
+        """transformers' ``generate`` path only; not fp32 weights under bf16/fp16 autocast.
+
+        With fp32 weights under autocast, keys leave the rotary embedding in fp32 and values in bf16, and the static
+        cache (transformers 5.17) sizes itself from the keys: ``index_copy_`` then fails on the values.
+        """
+        if self.use_vllm or getattr(self, "use_transformers_continuous_batching", False):
+            return False
+        autocast = self.args.bf16 or self.args.fp16
+        return not (autocast and next(self.model.parameters()).dtype == torch.float32)
 
     # -- rewards and metrics ------------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]

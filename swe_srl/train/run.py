@@ -226,15 +226,15 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
 
         if not torch.cuda.is_available():
             torch.set_num_threads(config.tiny.threads)
+    held_out = spread(test_rows, config.eval.max_samples)
     max_prompt = config.tiny.max_prompt_tokens if tiny else config.max_prompt_tokens
     if max_prompt:  # the model's context window
         train_rows = fit_rows(train_rows, max_prompt, tokenizer)
-        test_rows = fit_rows(test_rows, max_prompt, tokenizer)
+        held_out = fit_rows(held_out, max_prompt, tokenizer)
     reward = reward_func if reward_func is not None else build_reward(config, effect)
     if prefix:
         reward = PrefixedReward(reward, prefix)
     metrics = MetricsCallback(config.output_dir)
-    held_out = spread(test_rows, config.eval.max_samples)
     evaluator = HeldOutEvalCallback(
         held_out, reward, metrics, config.eval.every, args.max_completion_length, config.eval.batch_size
     )

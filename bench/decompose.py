@@ -13,7 +13,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from swe_srl.prompts import SYSTEM_PROMPT
+from swe_srl.core.prompts import SYSTEM_PROMPT
 from swe_srl.trajectories.decompose import decompose
 from swe_srl.trajectories.schema import Step, Trajectory
 

@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from swe_srl.benchmark.instances import load_instances
 from swe_srl.rewards.effect_sandbox import SandboxEffect
-from swe_srl.tasks import load_instances
 from swe_srl.trajectories.decompose import clean_steps
 from swe_srl.trajectories.schema import read_jsonl
 from swe_srl.trajectories.scripted import default_trajectories

@@ -12,8 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from rich.console import Console
 from rich.table import Table
 
-from swe_srl.grading import grade, instance_image
-from swe_srl.tasks import load_instances
+from swe_srl.benchmark.instances import load_instances
+from swe_srl.grading.runner import grade
+from swe_srl.infra.recipes import instance_image
 
 
 def run(instances, workers: int) -> dict[str, float]:

@@ -14,10 +14,10 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from swe_srl.images import ensure_base_image
-from swe_srl.sandbox.base import Limits, SandboxSpec
-from swe_srl.sandbox.docker import DockerSandbox
-from swe_srl.sandbox.pool import WarmPool
+from swe_srl.infra.images import ensure_base_image
+from swe_srl.infra.sandbox.base import Limits, SandboxSpec
+from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.pool import WarmPool
 
 
 def pct(values: list[float], q: float) -> float:

@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from swe_srl.executor import Executor, LocalExecutor, Task
+from swe_srl.infra.executor import Executor, LocalExecutor, Task
 
 STORE = 100 * 1024 * 1024
 
@@ -26,9 +26,9 @@ def noop(i: int) -> int:
 
 def episode(instance, policy_spec: str) -> dict:
     """One agent episode on ``instance`` in a fresh SWEEnv on this node; the patch and why it stopped."""
-    from swe_srl.agent import run_episode
-    from swe_srl.env import SWEEnv
-    from swe_srl.policies import make_policy
+    from swe_srl.agent.loop import run_episode
+    from swe_srl.agent.policies import make_policy
+    from swe_srl.env.swe_env import SWEEnv
 
     result = run_episode(SWEEnv(instances=[instance]), make_policy(policy_spec), instance)
     return {"patch": result.patch, "exit_reason": result.exit_reason, "steps": result.steps}
@@ -61,7 +61,7 @@ def ray_rows(instances: list, policy: str, noops: int) -> list[Row]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from swe_srl.executor_ray import RayExecutor
+    from swe_srl.infra.executor.ray_backend import RayExecutor
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     cluster = Cluster(
@@ -90,7 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     instances = []
     if args.n:
-        from swe_srl.tasks import load_instances
+        from swe_srl.benchmark.instances import load_instances
 
         instances = load_instances(args.dataset)[: args.n]
     rows = []

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs swe-srl into .venv (Python package + training extras + dev tools) and makes sure a Docker engine runs
-# and the base images exist (`swe-srl setup`). Idempotent: a second run only checks. Sourced by setup.sh and test.sh.
+# and the base images exist (`swe-srl setup`), then builds the bundled task suite (`swe-srl tasks build`). Idempotent: a second run only checks. Sourced by setup.sh and test.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,3 +25,5 @@ python -c "import swe_srl, trl, gymnasium, docker" # fails loudly if the install
 
 echo "==> swe-srl setup (Docker engine + base images)"
 swe-srl setup
+echo "==> swe-srl tasks build (the bundled suite: PyPI sdists once, validated in containers)"
+swe-srl tasks build

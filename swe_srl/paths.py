@@ -1,7 +1,11 @@
 """Where swe-srl keeps its caches and runs. ``SWE_SRL_HOME`` overrides the default ``~/.cache/swe-srl``."""
 
+import hashlib
 import os
 from pathlib import Path
+
+RESOURCES = ("tasks", "harness", "images")
+"""Top-level source folders of the checkout that the wheel carries as ``swe_srl/_resources/<name>``."""
 
 
 def home() -> Path:
@@ -19,8 +23,23 @@ def cache_dir(name: str) -> Path:
 
 
 def project_root() -> Path:
-    """The source checkout (holds ``images/``, ``harness/``, ``tasks/``)."""
+    """The source checkout (holds ``images/``, ``harness/``, ``tasks/``); meaningless for an installed wheel."""
     return Path(__file__).resolve().parent.parent
+
+
+def resource_dir(name: str) -> Path:
+    """One of :data:`RESOURCES`: inside the installed wheel (``swe_srl/_resources``) or the source checkout."""
+    if name not in RESOURCES:
+        raise ValueError(f"unknown resource {name!r}; choose from {', '.join(RESOURCES)}")
+    packaged = Path(__file__).resolve().parent / "_resources" / name
+    return packaged if packaged.is_dir() else project_root() / name
+
+
+def bundled_suite_file() -> Path:
+    """Where ``swe-srl tasks build`` writes the bundled suite: keyed by the recipes' digest, so edits rebuild."""
+    recipes = resource_dir("tasks") / "bundled.json"
+    digest = hashlib.sha256(recipes.read_bytes()).hexdigest()[:12] if recipes.is_file() else "missing"
+    return cache_dir("tasks") / f"bundled-{digest}" / "instances.jsonl"
 
 
 def atomic_write_text(path: Path, text: str) -> None:

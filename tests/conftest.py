@@ -10,7 +10,7 @@ from swe_srl.errors import DockerUnavailable
 @pytest.fixture(scope="session")
 def docker_engine():
     """A connected docker-py client; the test is skipped only when no engine answers."""
-    from swe_srl.engine import docker_client
+    from swe_srl.infra.engine import docker_client
 
     try:
         return docker_client()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from swe_srl.rewards.shell import ShellCommand
+from swe_srl.rewards.bashparse import ShellCommand
 
 PYTHONS = frozenset({"python", "python3", "python2", "pypy3"} | {f"python3.{m}" for m in range(6, 15)})
 EDITOR = "str_replace_editor"

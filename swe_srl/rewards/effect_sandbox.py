@@ -16,12 +16,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from swe_srl.actions import is_submit
+from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.core.actions import is_submit
 from swe_srl.errors import ConfigError
+from swe_srl.grading.runner import run_tests
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.syntax import check_python_files
-from swe_srl.tasks import Instance
+from swe_srl.trajectories.decompose import clean_steps
 from swe_srl.trajectories.expert_state import ExpertState, expert_states, open_sandbox, restore, tree_hash
 from swe_srl.trajectories.schema import Trajectory
 
@@ -101,7 +103,6 @@ class SandboxEffect:
 
     def add_trajectory(self, traj: Trajectory) -> None:
         """Register ``traj`` under its content hash, with the steps decomposition keeps (so sample steps match)."""
-        from swe_srl.trajectories.decompose import clean_steps
 
         steps = clean_steps(traj.steps)[0]
         self._trajectories[traj.content_hash()] = Trajectory(
@@ -110,8 +111,6 @@ class SandboxEffect:
 
     def _instance(self, instance_id: str) -> Instance:
         if self._instances is None:
-            from swe_srl.tasks import load_instances
-
             self._instances = {i.instance_id: i for i in load_instances(self.dataset)}
         if instance_id not in self._instances:
             raise ConfigError(f"effect: instance {instance_id!r} is not in dataset {self.dataset!r}")
@@ -149,7 +148,6 @@ class SandboxEffect:
 
     # ----------------------------------------------------------------------------------------------- evaluation
     def _tests(self, sandbox, instance: Instance, tree: str) -> dict[str, str]:
-        from swe_srl.grading import run_tests
 
         self.test_runs += 1
         outcomes = dict(run_tests(sandbox, instance))

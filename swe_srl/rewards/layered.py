@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from swe_srl.actions import parse_output
+from swe_srl.core.actions import parse_output
 from swe_srl.errors import ActionFormatError, ConfigError
 from swe_srl.rewards.context import RewardResult, StepContext
 from swe_srl.rewards.semantic import semantic_similarity

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from swe_srl.rewards.bashparse import ShellCommand, parse_shell
 from swe_srl.rewards.edits import (
     EDITOR,
     PYTHONS,
@@ -22,7 +23,6 @@ from swe_srl.rewards.edits import (
     python_code,
 )
 from swe_srl.rewards.edits import sed_call as _sed_call
-from swe_srl.rewards.shell import ShellCommand, parse_shell
 
 SEARCH = {
     "grep": "grep",

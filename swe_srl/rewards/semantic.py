@@ -22,6 +22,7 @@ case-insensitively.
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
@@ -54,7 +55,6 @@ class _Fuzz(ast.NodeTransformer):
 
 @lru_cache(maxsize=32768)
 def _ast_dump(code: str, fuzzy: bool) -> str | None:
-    import textwrap
 
     try:
         tree = ast.parse(textwrap.dedent(code))

@@ -26,8 +26,8 @@ import textwrap
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
+from swe_srl.rewards.bashparse import parse_shell
 from swe_srl.rewards.edits import Edit, command_edits, is_python_path, python_code
-from swe_srl.rewards.shell import parse_shell
 
 _CONTINUATION = re.compile(r"^(elif|else|except|finally)\b")
 _BACKREF = re.compile(r"\\[1-9]")

@@ -3,11 +3,13 @@ rich progress bar."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
 from typing import Any
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from transformers import TrainerCallback
 
 from swe_srl.paths import atomic_write_bytes
@@ -31,7 +33,6 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
 
 def plot_metrics(metrics_path: Path, png_path: Path) -> Path:
     """Plot reward / KL / entropy / completion length / format-error rate (and eval reward) against step."""
-    import io
 
     import matplotlib
 
@@ -178,7 +179,6 @@ class RichProgressCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(
             TextColumn("[bold]training"),

@@ -4,7 +4,7 @@
 An ``EpisodeRunner`` plays one episode with a ``generate`` function (prompt token ids → one model turn's token
 ids) and returns the transcript as token ids with a mask (1 = model tokens, 0 = environment observation tokens,
 TRL's ``env_mask``) and the outcome reward (1 resolved, 0 not, None on infra failure → no gradient).
-:class:`EnvEpisodeRunner` plays the episodes in :class:`swe_srl.env.SWEEnv` (outcome reward, a few turns); the
+:class:`EnvEpisodeRunner` plays the episodes in :class:`swe_srl.env.swe_env.SWEEnv` (outcome reward, a few turns); the
 observation tokens between turns are the chat template's own rendering of the observation as a user turn.
 """
 
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from swe_srl.env.swe_env import SWEEnv
 from swe_srl.errors import GradingError, SandboxError, TrainingError
 
 GenerateFn = Callable[[list[int]], list[int]]
@@ -115,7 +116,6 @@ class EnvEpisodeRunner:
         think_prefix: str = "",
         env_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        from swe_srl.env import SWEEnv
 
         self.tokenizer, self.max_turns, self.think_prefix = tokenizer, max_turns, think_prefix
         self.instance_of = dict(prompt_ids or {})
@@ -185,10 +185,3 @@ class EnvEpisodeRunner:
             mask += [0] * len(env_ids)
         self.env.close()
         return EpisodeResult(prompt_ids, completion, mask, reward, details)
-
-
-def run_rlvr(config: Any, *, console: Any = None) -> dict[str, Any]:
-    """RLVR stage entry point (``--stage rlvr --init CKPT``): see :mod:`swe_srl.train.rlvr_run`."""
-    from swe_srl.train.rlvr_run import run_rlvr as run
-
-    return run(config, console=console)

@@ -12,9 +12,18 @@ import os
 import time
 from typing import Any
 
+from swe_srl.benchmark.instances import load_instances
+from swe_srl.core.prompts import build_messages
 from swe_srl.errors import TrainingError
+from swe_srl.infra.sandbox.base import Limits
 from swe_srl.paths import atomic_write_text
+from swe_srl.train.callbacks import MetricsCallback, RichProgressCallback, read_metrics
 from swe_srl.train.config import REAL_TRL_DEFAULTS, TrainConfig
+from swe_srl.train.data import to_dataset
+from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
+from swe_srl.train.rlvr import EnvEpisodeRunner, make_rollout_func, outcome_reward, prompt_key
+from swe_srl.train.trainer import SRLGRPOTrainer
+from swe_srl.trajectories.oracle import oracle_contents
 
 TINY_RLVR_TRL_DEFAULTS: dict[str, Any] = {
     "num_generations": 2,
@@ -40,7 +49,6 @@ REAL_RLVR_TRL_DEFAULTS: dict[str, Any] = {
 
 def rlvr_instances(config: TrainConfig) -> list:
     """The first ``rlvr.instances`` train-split instances of ``--tasks`` (default: the bundled suite)."""
-    from swe_srl.tasks import load_instances
 
     instances = load_instances(config.tasks or "bundled")
     train = [i for i in instances if i.extra.get("split", "train") == "train"] or instances
@@ -51,12 +59,9 @@ def rlvr_instances(config: TrainConfig) -> list:
 
 def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
     """One dataset row per instance: the task prompt (as the env renders it) and the instance id."""
-    from swe_srl.prompts import build_messages
 
     oracle = {}
     if config.oracle_files:
-        from swe_srl.trajectories.oracle import oracle_contents
-
         oracle = oracle_contents(instances)
     rows = []
     for instance in instances:
@@ -68,12 +73,6 @@ def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
 
 def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, console):
     from transformers import AutoTokenizer, PrinterCallback
-
-    from swe_srl.train.callbacks import MetricsCallback, RichProgressCallback
-    from swe_srl.train.data import to_dataset
-    from swe_srl.train.rlvr import make_rollout_func, outcome_reward
-    from swe_srl.train.run import grpo_args, peft_config, prepare_policy, think_prefix
-    from swe_srl.train.trainer import SRLGRPOTrainer
 
     model_path, tiny = prepare_policy(config, rows)
     args = grpo_args(config, tiny, TINY_RLVR_TRL_DEFAULTS if tiny else REAL_RLVR_TRL_DEFAULTS)
@@ -101,9 +100,6 @@ def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, co
 
 def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
     """Train from ``config.init`` on environment episodes; writes checkpoints, metrics, plot, ``summary.json``."""
-    from swe_srl.sandbox.base import Limits
-    from swe_srl.train.callbacks import read_metrics
-    from swe_srl.train.rlvr import EnvEpisodeRunner, prompt_key
 
     started, out = time.monotonic(), config.output_dir
     (out / "metrics.jsonl").unlink(missing_ok=True)

@@ -8,22 +8,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swe_srl.actions import THINK_OPEN
+from swe_srl.benchmark.instances import load_instances
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text
-from swe_srl.train.config import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS, TrainConfig
-
-
-def default_samples(oracle_files: bool) -> Path:
-    """Samples of the bundled tasks' scripted-expert trajectories (train split trained on, test split held out),
-    decomposed with the oracle files if asked; cached by inputs."""
-    from swe_srl.train.samples import default_sample_set
-
-    return default_sample_set(oracle_files).path
+from swe_srl.rewards import SRLReward
+from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.train.callbacks import HeldOutEvalCallback, MetricsCallback, RichProgressCallback, read_metrics
+from swe_srl.train.config import TrainConfig
+from swe_srl.train.data import read_samples, split_rows, to_dataset
+from swe_srl.train.fitting import fit_rows
+from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
+from swe_srl.train.rlvr_run import run_rlvr
+from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
+from swe_srl.train.trainer import PrefixedReward, SRLGRPOTrainer
+from swe_srl.trajectories import import_trajectories
 
 
 def _task_instances(config: TrainConfig):
-    from swe_srl.tasks import load_instances
 
     return load_instances(config.tasks) if config.tasks else None
 
@@ -31,13 +32,10 @@ def _task_instances(config: TrainConfig):
 def resolve_samples(config: TrainConfig):
     """The run's :class:`~swe_srl.train.samples.SampleSet`: --samples (+ --trajectories for the effect layer), else
     decomposed --trajectories (oracle files and splits from --tasks), else the bundled default."""
-    from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
 
     if config.samples:
         trajs = []
         if config.trajectories:
-            from swe_srl.trajectories import import_trajectories
-
             trajs = [t for source in config.trajectories for t in import_trajectories(source)]
         return SampleSet(Path(config.samples), trajs, _task_instances(config))
     if config.trajectories:
@@ -65,7 +63,6 @@ def build_effect(config: TrainConfig, sample_set) -> Any:
             f"--effect {config.effect} replays the expert trajectories the samples came from: pass them with "
             "--trajectories (or use the bundled default / --trajectories instead of --samples)"
         )
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
 
     return SandboxEffect(
         config.effect,
@@ -77,128 +74,7 @@ def build_effect(config: TrainConfig, sample_set) -> Any:
 
 def build_reward(config: TrainConfig, effect: Any = None) -> Any:
     """The shared SRL reward (rewards team), configured from the run's options."""
-    try:
-        from swe_srl.rewards import SRLReward
-    except ImportError as exc:
-        raise TrainingError(f"the reward implementation is not available: {exc}") from exc
     return SRLReward(mode=config.reward, effect_mode=config.effect, fuzzy=config.fuzzy, effect=effect)
-
-
-def think_prefix(tokenizer) -> str:
-    """``<think>`` when the chat template's generation prompt already opens the think block, else ''."""
-    messages = [{"role": "user", "content": "x"}]
-    try:
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    except (ValueError, TypeError, AttributeError):
-        return ""
-    return THINK_OPEN if str(text).rstrip().endswith(THINK_OPEN) else ""
-
-
-def grpo_args(config: TrainConfig, tiny: bool, defaults: dict[str, Any] | None = None):
-    """GRPOConfig = method defaults (tiny or real, or ``defaults``) + the run's ``trl`` options + paths, logging."""
-    import torch
-    from trl import GRPOConfig
-
-    cuda = torch.cuda.is_available()
-    base = defaults if defaults is not None else (TINY_TRL_DEFAULTS if tiny else REAL_TRL_DEFAULTS)
-    options = {**base, **config.trl}
-    if not cuda:
-        options.update(bf16=False, use_cpu=True)
-        if "gradient_checkpointing" not in config.trl:
-            options["gradient_checkpointing"] = False
-    elif options.get("bf16"):
-        options.setdefault("model_init_kwargs", {"dtype": "bfloat16"})
-    options.setdefault("seed", config.seed)
-    return GRPOConfig(output_dir=str(config.output_dir), report_to="none", disable_tqdm=True, **options)
-
-
-def peft_config(config: TrainConfig):
-    """The LoRA config for ``--lora`` (None without it)."""
-    if not config.lora.enabled:
-        return None
-    from peft import LoraConfig
-
-    lora = config.lora
-    return LoraConfig(
-        r=lora.r,
-        lora_alpha=lora.alpha,
-        lora_dropout=lora.dropout,
-        target_modules=lora.target_modules,
-        task_type="CAUSAL_LM",
-    )
-
-
-def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bool]:
-    """(model path or id, is_tiny): --init, else --model, else the tiny model saved under the output dir."""
-    if config.init:
-        if not Path(config.init).exists():
-            raise TrainingError(f"--init checkpoint {config.init} does not exist")
-        return config.init, config.model is None
-    if config.model:
-        return config.model, False
-    from swe_srl.train.tiny import make_tiny_policy, sample_texts
-
-    path = make_tiny_policy(
-        sample_texts(train_rows), config.output_dir / "tiny-model", config.tiny, warmup_rows=train_rows
-    )
-    return str(path), True
-
-
-CUT_MARK = "[... earlier context cut to fit the context window ...]\n"
-
-
-def _template_costs(tokenizer, roles: set[str]) -> tuple[dict[str, int], int]:
-    """Tokens the chat template adds around one (empty) message of each role, and for the generation prompt."""
-
-    def count(messages, generation: bool = False) -> int:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation)
-        return len(tokenizer(str(text), add_special_tokens=False)["input_ids"])
-
-    costs = {role: count([{"role": role, "content": ""}]) for role in roles}
-    generation = count([{"role": "user", "content": ""}], True) - costs.get("user", 0)
-    return costs, generation
-
-
-def fit_prompt(
-    messages: list[dict[str, str]], max_tokens: int, tokenizer, cache: dict | None = None
-) -> list[dict[str, str]]:
-    """Left-truncate a conversation to ``max_tokens`` (chat template included): the latest messages whole, the one
-    before them cut to its tail (marked), older ones dropped — TRL's former left ``max_prompt_length``, per message.
-    The latest message is always kept (cut to its tail when it alone is too long). ``cache`` memoizes
-    tokenizations and template costs across calls (prompts of one trajectory share their long messages)."""
-    cache = {} if cache is None else cache
-
-    def ids(text: str) -> list[int]:
-        if text not in cache:
-            cache[text] = list(tokenizer(text, add_special_tokens=False)["input_ids"])
-        return cache[text]
-
-    roles = frozenset({m["role"] for m in messages} | {"user"})
-    if roles not in cache:
-        cache[roles] = _template_costs(tokenizer, set(roles))
-    costs, generation = cache[roles]
-    left = max_tokens - generation
-    kept: list[dict[str, str]] = []
-    for message in reversed(messages):
-        tokens = ids(message["content"])
-        if len(tokens) + costs[message["role"]] <= left:
-            kept.append(message)
-            left -= len(tokens) + costs[message["role"]]
-            continue
-        mark = ids(CUT_MARK) if kept else []  # the latest message is cut without the mark
-        room = left - costs[message["role"]] - len(mark) - 2  # 2: re-tokenizing the cut may merge
-        if room > 0:
-            kept.append(
-                {"role": message["role"], "content": CUT_MARK * bool(mark) + tokenizer.decode(tokens[-room:])}
-            )
-        break
-    return list(reversed(kept))
-
-
-def fit_rows(rows: list[dict], max_tokens: int, tokenizer) -> list[dict]:
-    """Rows whose prompts are fitted with :func:`fit_prompt` (tokenizations shared across rows)."""
-    cache: dict = {}
-    return [{**row, "prompt": fit_prompt(row["prompt"], max_tokens, tokenizer, cache)} for row in rows]
 
 
 def spread(rows: list[dict], n: int) -> list[dict]:
@@ -212,10 +88,6 @@ def spread(rows: list[dict], n: int) -> list[dict]:
 def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, console=None, effect=None):
     """The configured ``SRLGRPOTrainer`` with metrics, held-out eval and progress callbacks."""
     from transformers import AutoTokenizer, PrinterCallback
-
-    from swe_srl.train.callbacks import HeldOutEvalCallback, MetricsCallback, RichProgressCallback
-    from swe_srl.train.data import to_dataset
-    from swe_srl.train.trainer import PrefixedReward, SRLGRPOTrainer
 
     model_path, tiny = prepare_policy(config, train_rows)
     args = grpo_args(config, tiny)
@@ -266,7 +138,6 @@ def _warmup_summary(model_dir: Path) -> dict[str, Any]:
 
 def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -> dict[str, Any]:
     """First vs last fifth of the logged mean rewards, eval history, paths."""
-    from swe_srl.train.callbacks import read_metrics
 
     rewards = [r["reward"] for r in read_metrics(config.output_dir / "metrics.jsonl") if "reward" in r]
     fifth = max(1, len(rewards) // 5)
@@ -294,11 +165,7 @@ def run_training(config: TrainConfig, *, reward_func=None, console=None) -> dict
     """Run SRL (or RLVR) training as configured; writes checkpoints, metrics, plot, ``summary.json``."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    from swe_srl.train.data import read_samples, split_rows
-
     if config.stage == "rlvr":
-        from swe_srl.train.rlvr import run_rlvr
-
         return run_rlvr(config, console=console)
     started = time.monotonic()
     out = config.output_dir

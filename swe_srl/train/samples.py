@@ -9,16 +9,19 @@ clones, or the repos cache), read with ``git show``.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from swe_srl.benchmark.instances import Instance, load_instances
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text, cache_dir
-from swe_srl.tasks import Instance
+from swe_srl.trajectories import decompose, import_trajectories
 from swe_srl.trajectories.oracle import oracle_contents
 from swe_srl.trajectories.schema import Trajectory
+from swe_srl.trajectories.scripted import default_trajectories
 
 SAMPLES_FORMAT = "1"
 """Bump when the sample records change in a way the cache key does not see."""
@@ -34,9 +37,8 @@ class SampleSet:
 
 
 def _code_version() -> str:
-    import importlib
 
-    modules = [importlib.import_module(m) for m in ("swe_srl.prompts", "swe_srl.trajectories.decompose")]
+    modules = [importlib.import_module(m) for m in ("swe_srl.core.prompts", "swe_srl.trajectories.decompose")]
     text = "".join(Path(str(m.__file__)).read_text() for m in modules)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -78,7 +80,6 @@ def build_samples(
 ) -> SampleSet:
     """Import ``sources`` (any importer format), decompose them against ``instances`` (splits, oracle files) and
     cache the samples JSONL; a cached file with the same inputs is reused."""
-    from swe_srl.trajectories import decompose, import_trajectories
 
     if oracle_files and instances is None:
         raise TrainingError(
@@ -107,8 +108,6 @@ def build_samples(
 
 def default_sample_set(oracle_files: bool) -> SampleSet:
     """Bundled suite: scripted trajectories of the train split (trained on) and the test split (held out)."""
-    from swe_srl.tasks import load_instances
-    from swe_srl.trajectories.scripted import default_trajectories
 
     instances = load_instances("bundled")
     splits = sorted({str(i.extra.get("split")) for i in instances})

@@ -11,11 +11,17 @@ evaluation would sit at −1.
 
 from __future__ import annotations
 
+import json
+import random
+import shutil
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from swe_srl.actions import THINK_CLOSE, THINK_OPEN
+from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
+from swe_srl.paths import atomic_write_text
 from swe_srl.train.config import TinyOptions
+from swe_srl.train.fitting import fit_rows
 
 EOS, PAD, IM_START = "<|im_end|>", "<|endoftext|>", "<|im_start|>"
 CHAT_TEMPLATE = (
@@ -75,7 +81,6 @@ def build_model(tokenizer, options: TinyOptions):
 
 def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_completion_tokens: int = 24):
     """(prompt ids, target ids) per row: the fitted chat prompt, then ``</think>`` + the expert action + EOS."""
-    from swe_srl.train.run import fit_rows
 
     examples = []
     for row in fit_rows(rows, max_prompt_tokens, tokenizer):
@@ -90,7 +95,6 @@ def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_com
 
 def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> list[float]:
     """``options.warmup_steps`` AdamW steps of next-token loss on the targets only; returns the loss per step."""
-    import random
 
     import torch
 
@@ -131,11 +135,6 @@ def make_tiny_policy(
     With ``warmup_rows`` (step samples) the model gets the format warm-up before it is saved; its losses go to
     ``warmup.json``. The directory appears whole or not at all (built beside it, then renamed).
     """
-    import json
-    import shutil
-    import tempfile
-
-    from swe_srl.paths import atomic_write_text
 
     options = options or TinyOptions()
     if (directory / "config.json").exists() and (directory / "tokenizer.json").exists():

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from swe_srl.actions import THINK_OPEN, parse_output
+from swe_srl.core.actions import THINK_OPEN, parse_output
 from swe_srl.errors import ActionFormatError, TrainingError
 from swe_srl.train.config import DynamicSampling
 

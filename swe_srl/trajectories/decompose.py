@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from swe_srl.prompts import (
+from swe_srl.core.prompts import (
     approx_tokens,
     build_messages,
     elide_to_budget,
@@ -31,6 +31,7 @@ from swe_srl.prompts import (
     format_observation,
     messages_tokens,
 )
+from swe_srl.errors import ConfigError
 from swe_srl.trajectories.schema import Step, Trajectory
 
 
@@ -125,7 +126,6 @@ def token_counter(tokenizer: Any) -> Callable[[str], int]:
 
 def load_tokenizer(name_or_path: str) -> Any:
     """A tokenizer by HF name/directory (``transformers.AutoTokenizer``) or a ``tokenizer.json`` file."""
-    from swe_srl.errors import ConfigError
 
     try:
         if name_or_path.endswith(".json"):

@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from swe_srl.actions import is_submit
+from swe_srl.benchmark.instances import Instance
+from swe_srl.core.actions import is_submit
 from swe_srl.errors import SandboxError
+from swe_srl.infra.recipes import instance_image
+from swe_srl.infra.sandbox.base import ExecResult, Limits, SandboxSpec
+from swe_srl.infra.sandbox.docker import DockerSandbox
 from swe_srl.paths import atomic_write_text, cache_dir
-from swe_srl.sandbox.base import ExecResult, Limits
-from swe_srl.tasks import Instance
 from swe_srl.trajectories.schema import Trajectory
 
 WORKDIR = "/testbed"
@@ -48,9 +50,6 @@ class ExpertState:
 
 def open_sandbox(instance: Instance, *, repos_dir: Path | None = None, limits: Limits | None = None):
     """An unstarted-then-started ``DockerSandbox`` on ``instance``'s image (use it as a context manager)."""
-    from swe_srl.grading import instance_image
-    from swe_srl.sandbox.base import SandboxSpec
-    from swe_srl.sandbox.docker import DockerSandbox
 
     image = instance_image(instance, repos_dir=repos_dir)
     spec = SandboxSpec(

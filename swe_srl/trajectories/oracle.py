@@ -9,15 +9,15 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from swe_srl.tasks import Instance
+from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.repos import repo_source
 
 
 def instance_repo(instance: Instance, repos_dir: Path | None = None) -> Path:
     """The git repository holding ``instance.base_commit``: ``extra["repo_dir"]`` (bundled/synthesized tasks), else
-    a clone from ``repos_dir`` or the repos cache (:func:`swe_srl.repos.repo_source`, which names the layouts)."""
+    a clone from ``repos_dir`` or the repos cache (:func:`swe_srl.benchmark.repos.repo_source`, which names the layouts)."""
     if instance.extra.get("repo_dir"):
         return Path(instance.extra["repo_dir"])
-    from swe_srl.repos import repo_source
 
     return repo_source(instance.repo, repos_dir)
 

@@ -13,11 +13,20 @@ import random
 import re
 import shlex
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from rich.console import Console
+from rich.progress import Progress
+
+from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.benchmark.verdicts import verdict
 from swe_srl.errors import SweSrlError, TaskError
-from swe_srl.tasks import Instance
-from swe_srl.trajectories.schema import Step, Trajectory
+from swe_srl.grading.runner import run_tests
+from swe_srl.infra.recipes import instance_image
+from swe_srl.paths import cache_dir
+from swe_srl.trajectories.expert_state import open_sandbox
+from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl
 from swe_srl.trajectories.scripted_edits import Edit, apply_edits, edit_command, plan_edits
 
 SUBMIT = "submit"
@@ -185,14 +194,12 @@ def script_trajectory(sandbox, instance: Instance, *, seed: int = 0) -> Trajecto
 
 
 def _resolved(sandbox, instance: Instance) -> bool:
-    from swe_srl.grading import run_tests, verdict
 
     return verdict(instance, run_tests(sandbox, instance)) == "resolved"
 
 
 def _one(instance: Instance, seed: int, repos_dir: Path | None) -> Trajectory | str:
     """A resolved trajectory, or the reason there is none."""
-    from swe_srl.trajectories.expert_state import open_sandbox
 
     try:
         with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
@@ -213,12 +220,6 @@ def scripted_trajectories(
 ) -> list[Trajectory]:
     """One scripted trajectory per instance, run for real in ``workers`` parallel sandboxes; only resolved ones
     are kept (the others are reported), in the order of ``instances``."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from swe_srl.grading import instance_image
 
     instances = list(instances)
     console = Console(stderr=True)
@@ -244,9 +245,6 @@ def _code_version() -> str:
 
 def default_trajectories(*, split: str = "train", seed: int = 0) -> Path:
     """Scripted trajectories for the bundled suite's ``split`` as native JSONL, generated once and cached."""
-    from swe_srl.paths import cache_dir
-    from swe_srl.tasks import load_instances
-    from swe_srl.trajectories.schema import write_jsonl
 
     instances = load_instances(f"bundled:{split}")
     suite = json.dumps([i.to_record() for i in instances], sort_keys=True, default=str)

@@ -48,7 +48,7 @@ def tiny_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]
 @pytest.fixture(scope="session")
 def tiny_image(docker_engine, tiny_repo) -> str:
     """An instance image: 3.11 base → env (no deps) → /testbed holding only the base commit of ``tiny_repo``."""
-    from swe_srl.images import EnvRecipe, InstanceRecipe, ensure_env_image, ensure_instance_image
+    from swe_srl.infra.images import EnvRecipe, InstanceRecipe, ensure_env_image, ensure_instance_image
 
     env = ensure_env_image(EnvRecipe(name="tiny", python="3.11", setup_script="python -V\n"))
     repo, base, _ = tiny_repo
@@ -58,7 +58,7 @@ def tiny_image(docker_engine, tiny_repo) -> str:
 def _leaked(client, since: float) -> list:
     """swe-srl containers of this test process, or created since ``since`` by a process of this host that is gone
     (a CLI subprocess's leak); other people's runs on a shared engine are not ours to judge."""
-    from swe_srl.sandbox.janitor import orphan_reason
+    from swe_srl.infra.sandbox.janitor import orphan_reason
 
     mine = []
     for container in client.containers.list(all=True, filters={"label": "swe-srl.owner=swe-srl"}):
@@ -75,7 +75,7 @@ def no_container_left() -> Iterator[None]:
     """After the docker tests, no swe-srl container of this run may be left (they are removed, then we fail)."""
     since = time.time() - 1
     yield
-    from swe_srl.engine import docker_client
+    from swe_srl.infra.engine import docker_client
 
     try:
         client = docker_client()

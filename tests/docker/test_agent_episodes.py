@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from swe_srl.actions import format_output
-from swe_srl.agent import AgentConfig, run_episode
-from swe_srl.policies import EmptyPolicy, GoldPolicy, ReplayPolicy, ScriptedPolicy, make_policy
-from swe_srl.tasks import Instance, load_instances
+from swe_srl.agent.loop import AgentConfig, run_episode
+from swe_srl.agent.policies import EmptyPolicy, GoldPolicy, ReplayPolicy, ScriptedPolicy, make_policy
+from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.core.actions import format_output
 from swe_srl.trajectories.schema import Step, Trajectory
 
 pytestmark = pytest.mark.docker
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.docker
 def instances(docker_engine, tmp_path_factory: pytest.TempPathFactory) -> list[Instance]:
     from agent_tasks import make_tiny_dataset
 
-    from swe_srl.grading import instance_image
+    from swe_srl.infra.recipes import instance_image
 
     loaded = load_instances(str(make_tiny_dataset(tmp_path_factory.mktemp("tiny-tasks"))))
     for instance in loaded:
@@ -29,7 +29,7 @@ def instances(docker_engine, tmp_path_factory: pytest.TempPathFactory) -> list[I
 
 @pytest.fixture
 def env(instances: list[Instance]):
-    from swe_srl.env import SWEEnv
+    from swe_srl.env.swe_env import SWEEnv
 
     env = SWEEnv(instances=instances, oracle_files=True)
     yield env
@@ -37,7 +37,7 @@ def env(instances: list[Instance]):
 
 
 def test_gold_policy_resolves_and_empty_does_not(env, instances: list[Instance]) -> None:
-    from swe_srl.grading import grade
+    from swe_srl.grading.runner import grade
 
     gold = run_episode(env, GoldPolicy(), instances[0])
     assert (gold.exit_reason, gold.steps, gold.format_errors) == ("submitted", 2, 0)
@@ -83,7 +83,7 @@ def test_replay_reproduces_an_expert_trajectory_patch(env, instances: list[Insta
 
 def test_hf_policy_completes_an_episode(env, instances: list[Instance], tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from swe_srl.prompts import build_messages
+    from swe_srl.core.prompts import build_messages
     from swe_srl.train.tiny import make_tiny_policy
 
     texts = [m["content"] for m in build_messages(instances[0].problem_statement, [("ls", "calc.py")])]
@@ -95,7 +95,7 @@ def test_hf_policy_completes_an_episode(env, instances: list[Instance], tmp_path
 
 
 def test_run_episodes_in_parallel_reports_each_instance(instances: list[Instance]) -> None:
-    from swe_srl.agent import run_episodes
+    from swe_srl.agent.loop import run_episodes
 
     seen: list[str] = []
     results = run_episodes(instances, GoldPolicy, workers=2, on_result=lambda r: seen.append(r.instance_id))

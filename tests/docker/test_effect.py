@@ -10,7 +10,7 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def fix_step(docker_engine):
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
     from swe_srl.trajectories.expert_state import expert_states
     from swe_srl.trajectories.scripted import default_trajectories
 

@@ -12,12 +12,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import swe_srl.env  # noqa: F401 - registers SweSrl-v0
-from swe_srl.actions import format_output, parse_output
-from swe_srl.env import SWEEnv
-from swe_srl.envpool import ScriptedOutputs, gold_patch_outputs, run_episode
+from swe_srl.agent.envpool import ScriptedOutputs, gold_patch_outputs, run_episode
+from swe_srl.benchmark.instances import Instance
+from swe_srl.core.actions import format_output, parse_output
+from swe_srl.env.swe_env import SWEEnv
 from swe_srl.errors import ContainerDied
-from swe_srl.sandbox.base import Limits
-from swe_srl.tasks import Instance
+from swe_srl.infra.sandbox.base import Limits
 from swe_srl.trajectories.schema import Step, Trajectory
 
 pytestmark = pytest.mark.docker
@@ -34,8 +34,8 @@ def _container_exists(container_id: str) -> bool:
 @pytest.fixture(scope="module")
 def instance(docker_engine) -> Instance:
     """The bundled task with the smallest gold patch, its image built once."""
-    from swe_srl.grading import instance_image
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.infra.recipes import instance_image
 
     picked = sorted(load_instances("bundled"), key=lambda i: len(i.patch))[0]
     instance_image(picked)  # build once, outside any test's timing

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from swe_srl.actions import format_output
-from swe_srl.env import SWEEnv
+from swe_srl.core.actions import format_output
+from swe_srl.env.swe_env import SWEEnv
 from swe_srl.trajectories.schema import Step, Trajectory
 
 pytestmark = pytest.mark.docker
@@ -19,8 +19,8 @@ FIX = "sed -i 's/return a - b/return a + b/' calc.py"
 def calc_add(docker_engine, tmp_path_factory: pytest.TempPathFactory):
     from agent_tasks import make_tiny_dataset
 
-    from swe_srl.grading import instance_image
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.infra.recipes import instance_image
 
     instance = load_instances(str(make_tiny_dataset(tmp_path_factory.mktemp("effect-tasks"))))[0]
     instance_image(instance)

@@ -8,9 +8,9 @@ import docker
 import gymnasium
 import pytest
 
-from swe_srl.actions import format_output
-from swe_srl.envpool import EnvPool
-from swe_srl.tasks import Instance
+from swe_srl.agent.envpool import EnvPool
+from swe_srl.benchmark.instances import Instance
+from swe_srl.core.actions import format_output
 
 pytestmark = pytest.mark.docker
 
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.docker
 @pytest.fixture(scope="module")
 def instance(docker_engine) -> Instance:
     """The bundled task with the smallest gold patch, its image built once."""
-    from swe_srl.grading import instance_image
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.infra.recipes import instance_image
 
     picked = sorted(load_instances("bundled"), key=lambda i: len(i.patch))[0]
     instance_image(picked)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from chat_stub import serving
 
-from swe_srl.evaluate import EvalSettings, evaluate
-from swe_srl.tasks import Instance, load_instances
+from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.eval.run import EvalSettings, evaluate
 
 pytestmark = [pytest.mark.docker, pytest.mark.ray]
 STORE = 100 * 1024 * 1024
@@ -27,7 +27,7 @@ VOLATILE = {"wall_s", "duration_s", "timings"}
 def instances(docker_engine, tmp_path_factory: pytest.TempPathFactory) -> list[Instance]:
     from agent_tasks import make_tiny_dataset
 
-    from swe_srl.grading import instance_image
+    from swe_srl.infra.recipes import instance_image
 
     loaded = load_instances(str(make_tiny_dataset(tmp_path_factory.mktemp("tiny-tasks"))))
     for instance in loaded:
@@ -81,7 +81,7 @@ def test_local_pool_and_ray_give_the_same_report(
 def _gold_answers(instances: list[Instance], hold_s: float):
     """A stateless chat answer (a retried episode gets the same answers): the gold edit first, then ``submit``; the
     first request is held ``hold_s`` so a test can kill the worker mid-episode."""
-    from swe_srl.policies import gold_script
+    from swe_srl.agent.policies import gold_script
 
     scripts = {i.problem_statement: gold_script(i) for i in instances}
     first = threading.Event()

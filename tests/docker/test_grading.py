@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from swe_srl.grading import grade
-from swe_srl.tasks import load_instances
+from swe_srl.benchmark.instances import load_instances
+from swe_srl.grading.runner import grade
 
 pytestmark = pytest.mark.docker
 

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.docker
 
 
 def test_swe_agent_tools_in_sandbox(docker_engine) -> None:
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
     from swe_srl.trajectories.expert_state import open_sandbox
 
     instance = load_instances("bundled:train")[0]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_srl.executor import LocalExecutor, Task
+from swe_srl.infra.executor import LocalExecutor, Task
 
 pytestmark = [pytest.mark.docker, pytest.mark.ray]
 STORE = 100 * 1024 * 1024
@@ -32,8 +32,8 @@ def word_stats(text: str, seed: int) -> dict:
 
 def sandbox_run(image: str, command: str) -> tuple[str, int]:
     """Start a sandbox on this node's engine, run ``command``, return (output, exit code)."""
-    from swe_srl.sandbox.base import SandboxSpec
-    from swe_srl.sandbox.docker import DockerSandbox
+    from swe_srl.infra.sandbox.base import SandboxSpec
+    from swe_srl.infra.sandbox.docker import DockerSandbox
 
     with DockerSandbox(SandboxSpec(image=image)) as box:
         result = box.run(command)
@@ -48,8 +48,8 @@ def slow_marked(key: str, marker_dir: str, seconds: float) -> str:
 
 def container_then_hang(key: str, image: str, marker_dir: str) -> str:
     """First attempt: start a container, record it, hang (to be killed). A retry returns at once."""
-    from swe_srl.sandbox.base import SandboxSpec
-    from swe_srl.sandbox.docker import DockerSandbox
+    from swe_srl.infra.sandbox.base import SandboxSpec
+    from swe_srl.infra.sandbox.docker import DockerSandbox
 
     if list(Path(marker_dir).glob(f"{key}.*")):
         return "retried"
@@ -65,7 +65,7 @@ def ray_executor(docker_engine):
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    from swe_srl.executor_ray import RayExecutor
+    from swe_srl.infra.executor.ray_backend import RayExecutor
 
     head = {"num_cpus": 0, "include_dashboard": False, "object_store_memory": STORE}
     cluster = Cluster(initialize_head=True, head_node_args=head)

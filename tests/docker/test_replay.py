@@ -9,7 +9,7 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def expert(docker_engine):
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
     from swe_srl.trajectories.scripted import default_trajectories
 
     trajs = list(read_jsonl(default_trajectories(split="train")))
@@ -18,7 +18,7 @@ def expert(docker_engine):
 
 
 def test_replay_reproduces_observations(expert) -> None:
-    from swe_srl.trajectories.replay import render_table, replay
+    from swe_srl.eval.replay import render_table, replay
 
     traj, instance = expert
     rows = replay(traj, instance)

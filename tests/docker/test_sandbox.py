@@ -7,8 +7,8 @@ import time
 import pytest
 
 from swe_srl.errors import SandboxTimeout
-from swe_srl.sandbox.base import Limits, SandboxSpec
-from swe_srl.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.base import Limits, SandboxSpec
+from swe_srl.infra.sandbox.docker import DockerSandbox
 
 pytestmark = pytest.mark.docker
 
@@ -201,7 +201,7 @@ def test_trivial_action_is_fast(sandbox: DockerSandbox) -> None:
 
 @pytest.mark.parametrize(("python", "expected"), [("3.9", "3.9"), ("3.11", "3.11")])
 def test_base_images_per_python(docker_engine, python: str, expected: str) -> None:
-    from swe_srl.images import ensure_base_image
+    from swe_srl.infra.images import ensure_base_image
 
     with DockerSandbox(SandboxSpec(image=ensure_base_image(python), workdir="/")) as box:
         result = box.run(

@@ -20,10 +20,10 @@ from swe_srl.errors import (
     ImageNotFound,
     SandboxError,
 )
-from swe_srl.sandbox.base import Limits, SandboxSpec
-from swe_srl.sandbox.docker import DockerSandbox
-from swe_srl.sandbox.janitor import RUN_ID, reap
-from swe_srl.sandbox.pool import WarmPool
+from swe_srl.infra.sandbox.base import Limits, SandboxSpec
+from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.janitor import RUN_ID, reap
+from swe_srl.infra.sandbox.pool import WarmPool
 
 pytestmark = pytest.mark.docker
 
@@ -74,7 +74,7 @@ def test_invalid_limit_is_config_error_and_leaves_nothing(tiny_image: str, docke
 
 
 def test_daemon_down_names_the_fix(monkeypatch: pytest.MonkeyPatch, docker_engine) -> None:
-    from swe_srl import engine
+    from swe_srl.infra import engine
 
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     engine._cached_client.cache_clear()
@@ -120,9 +120,9 @@ def test_janitor_reaps_dead_and_old_runs_only(tiny_image: str, docker_engine) ->
 def test_sigterm_closes_sandboxes(tiny_image: str, docker_engine) -> None:
     script = textwrap.dedent(f"""
         import time
-        from swe_srl.sandbox.base import SandboxSpec
-        from swe_srl.sandbox.docker import DockerSandbox
-        from swe_srl.sandbox.janitor import install_sigterm_handler
+        from swe_srl.infra.sandbox.base import SandboxSpec
+        from swe_srl.infra.sandbox.docker import DockerSandbox
+        from swe_srl.infra.sandbox.janitor import install_sigterm_handler
         install_sigterm_handler()
         box = DockerSandbox(SandboxSpec(image={tiny_image!r})).start()
         print(box.container_id, flush=True)
@@ -153,7 +153,7 @@ def test_warm_pool_hands_out_started_sandboxes(tiny_image: str, docker_engine) -
 
 
 def test_build_error_shows_log_tail(docker_engine) -> None:
-    from swe_srl.images import EnvRecipe, ensure_env_image
+    from swe_srl.infra.images import EnvRecipe, ensure_env_image
 
     recipe = EnvRecipe(name="broken", python="3.11", setup_script="echo boom-marker-$((6*7)); exit 3\n")
     with pytest.raises(ImageBuildError, match="boom-marker-42"):
@@ -161,7 +161,7 @@ def test_build_error_shows_log_tail(docker_engine) -> None:
 
 
 def test_instance_with_unknown_commit_fails_clearly(tiny_image: str, tiny_repo) -> None:
-    from swe_srl.images import InstanceRecipe, ensure_instance_image
+    from swe_srl.infra.images import InstanceRecipe, ensure_instance_image
 
     repo, _, _ = tiny_repo
     recipe = InstanceRecipe(name="bad", env_image=tiny_image, repo_dir=repo, base_commit="0" * 40)
@@ -170,7 +170,7 @@ def test_instance_with_unknown_commit_fails_clearly(tiny_image: str, tiny_repo) 
 
 
 def test_same_recipe_reuses_tag(tiny_repo, tiny_image: str) -> None:
-    from swe_srl.images import (
+    from swe_srl.infra.images import (
         EnvRecipe,
         InstanceRecipe,
         ensure_env_image,

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def scripted(docker_engine):
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
     from swe_srl.trajectories.scripted import default_trajectories
 
     path = default_trajectories(split="train")

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def instance_id(docker_engine) -> str:
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
 
     return load_instances("bundled:train")[0].instance_id
 

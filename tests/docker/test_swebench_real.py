@@ -2,7 +2,7 @@
 the empty patch does not.
 
 Needs ``SWE_SRL_REPOS_DIR`` = a folder holding a clone or bare mirror of pytest-dev/pytest (``pytest-dev__pytest``,
-``pytest``, ``pytest-dev+pytest``...; see ``swe_srl.repos.repo_source``), the Verified JSONL in the shared data
+``pytest``, ``pytest-dev+pytest``...; see ``swe_srl.benchmark.repos.repo_source``), the Verified JSONL in the shared data
 folder and the swebench spec tables; the env image build needs PyPI once. Skips otherwise (CI does).
 """
 
@@ -26,10 +26,10 @@ DATASET = SHARED / "data" / "swebench-verified.jsonl"
 @pytest.fixture(scope="module")
 def real_instance(docker_engine):
     """(instance, repos_dir), or a skip naming what is missing."""
+    from swe_srl.benchmark.instances import load_instances, select_instances
+    from swe_srl.benchmark.repos import repo_source
+    from swe_srl.benchmark.specs import instance_spec
     from swe_srl.errors import TaskError
-    from swe_srl.repos import repo_source
-    from swe_srl.specs import instance_spec
-    from swe_srl.tasks import load_instances, select_instances
 
     repos = os.environ.get("SWE_SRL_REPOS_DIR")
     if not repos:
@@ -46,7 +46,7 @@ def real_instance(docker_engine):
 
 
 def test_gold_resolves_through_eval_and_empty_does_not(real_instance, tmp_path: Path) -> None:
-    from swe_srl.grading import grade
+    from swe_srl.grading.runner import grade
 
     instance, repos = real_instance
     cmd = [sys.executable, "-m", "swe_srl.cli", "eval", "--policy", "gold", "--dataset", str(DATASET),

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.repos import extract_sdist, fetch_sdist, git_snapshot
 from swe_srl.errors import TaskError
-from swe_srl.grading import grade, instance_image
-from swe_srl.repos import extract_sdist, fetch_sdist, git_snapshot
-from swe_srl.sandbox.base import SandboxSpec
-from swe_srl.sandbox.docker import DockerSandbox
-from swe_srl.synth import Library, SandboxRunner, candidate_recipes, synthesize
-from swe_srl.tasks import Instance
+from swe_srl.grading.runner import grade
+from swe_srl.infra.recipes import instance_image
+from swe_srl.infra.sandbox.base import SandboxSpec
+from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.synth.synthesis import Library, SandboxRunner, candidate_recipes, synthesize
 
 pytestmark = pytest.mark.docker
 LIB = Library("parse", "1.20.2", "r1chardj0n3s/parse", ("tests",))

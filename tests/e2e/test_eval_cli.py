@@ -38,8 +38,8 @@ def _predictions(out: Path) -> dict[str, dict]:
 def tiny(docker_engine, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from agent_tasks import make_tiny_dataset
 
-    from swe_srl.grading import instance_image
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.infra.recipes import instance_image
 
     path = make_tiny_dataset(tmp_path_factory.mktemp("tiny-tasks"))
     for instance in load_instances(str(path)):
@@ -51,7 +51,7 @@ def tiny(docker_engine, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_gold_resolves_and_empty_fails_on_bundled_test_tasks(
     policy: str, resolved: float, tmp_path: Path
 ) -> None:
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
 
     ids = sorted(i.instance_id for i in load_instances("bundled:test"))[:2]
     assert ids, "the bundled suite has no test-split task (tasks/bundled.json: set a library's split to test)"
@@ -70,8 +70,8 @@ def _serving(outputs: list[str]) -> Iterator[ChatStub]:
 
 
 def test_openai_policy_resolves_with_oracle_files_in_the_prompt(tiny: Path, tmp_path: Path) -> None:
-    from swe_srl.policies import gold_script
-    from swe_srl.tasks import load_instances
+    from swe_srl.agent.policies import gold_script
+    from swe_srl.benchmark.instances import load_instances
 
     instance = load_instances(str(tiny))[0]
     with _serving(gold_script(instance)) as server:
@@ -88,7 +88,7 @@ def test_openai_policy_resolves_with_oracle_files_in_the_prompt(tiny: Path, tmp_
 
 
 def test_malformed_output_ends_at_max_steps_with_format_errors_counted(tiny: Path, tmp_path: Path) -> None:
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
 
     instance = load_instances(str(tiny))[0]
     with _serving(["I think I should run ls"] * 3) as server:
@@ -104,8 +104,8 @@ def test_malformed_output_ends_at_max_steps_with_format_errors_counted(tiny: Pat
 
 def test_tiny_hf_checkpoint_completes_and_reports(tiny: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from swe_srl.prompts import build_messages
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.core.prompts import build_messages
     from swe_srl.train.tiny import make_tiny_policy
 
     instance = load_instances(str(tiny))[0]

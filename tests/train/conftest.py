@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_srl.actions import parse_output
+from swe_srl.core.actions import parse_output
 from swe_srl.errors import ActionFormatError
 
 MODULES = ["utils", "core", "parser", "models", "io", "cli", "config", "cache"]

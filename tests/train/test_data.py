@@ -93,7 +93,7 @@ def test_format_warmup_teaches_the_format_and_is_optional(tmp_path: Path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from swe_srl.actions import parse_output
+    from swe_srl.core.actions import parse_output
     from swe_srl.train.config import TinyOptions
 
     rows = [r for r in make_samples() if r["split"] == "train"]

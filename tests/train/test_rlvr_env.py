@@ -27,10 +27,10 @@ def tiny_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The two-instance calc dataset of the docker tests, images built (skip when no engine answers)."""
     from agent_tasks import make_tiny_dataset
 
-    from swe_srl.engine import docker_client
+    from swe_srl.benchmark.instances import load_instances
     from swe_srl.errors import DockerUnavailable
-    from swe_srl.grading import instance_image
-    from swe_srl.tasks import load_instances
+    from swe_srl.infra.engine import docker_client
+    from swe_srl.infra.recipes import instance_image
 
     try:
         docker_client()
@@ -78,7 +78,7 @@ def test_env_runner_masks_observations_and_grades_submit(tiny_tasks: Path, srl_c
     """Scripted turns (fix, then submit): observation tokens are masked 0, the resolved patch scores 1.0."""
     from transformers import AutoTokenizer
 
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
     from swe_srl.train.rlvr import EnvEpisodeRunner, prompt_key
     from swe_srl.train.rlvr_run import rlvr_rows
 

@@ -14,7 +14,8 @@ pytest.importorskip("trl")
 
 from swe_srl.errors import TrainingError  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
-from swe_srl.train.run import build_effect, build_reward, fit_prompt, resolve_samples  # noqa: E402
+from swe_srl.train.fitting import fit_prompt  # noqa: E402
+from swe_srl.train.run import build_effect, build_reward, resolve_samples
 from swe_srl.train.samples import build_samples  # noqa: E402
 from swe_srl.trajectories.oracle import oracle_contents  # noqa: E402
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl  # noqa: E402
@@ -76,7 +77,7 @@ def task_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pat
 
 
 def test_oracle_samples_from_base_commit_with_splits_and_cache(task_set):
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
 
     tasks, trajs = task_set
     instances = load_instances(str(tasks))
@@ -107,7 +108,7 @@ def test_cli_style_config_resolves_trajectories_with_tasks(task_set):
 
 
 def test_task_set_without_splits_leaves_split_to_the_trainer(task_set, tmp_path: Path):
-    from swe_srl.tasks import load_instances
+    from swe_srl.benchmark.instances import load_instances
 
     tasks, trajs = task_set
     unsplit = tmp_path / "unsplit.jsonl"

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from swe_srl.actions import format_output, parse_output
-from swe_srl.agent import AgentConfig, clean_patch, patch_paths, run_episode
+from swe_srl.agent.loop import AgentConfig, run_episode
+from swe_srl.agent.policies import EmptyPolicy, GoldPolicy, ScriptedPolicy
+from swe_srl.benchmark.instances import Instance
+from swe_srl.core.actions import format_output, parse_output
+from swe_srl.core.patches import clean_patch, patch_paths
+from swe_srl.core.prompts import OBSERVATION_ELIDED
 from swe_srl.errors import ActionFormatError
-from swe_srl.policies import EmptyPolicy, GoldPolicy, ScriptedPolicy
-from swe_srl.prompts import OBSERVATION_ELIDED
-from swe_srl.tasks import Instance
 
 
 def _git(repo: Path, *args: str) -> str:

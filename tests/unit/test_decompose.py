@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from swe_srl.prompts import OBSERVATION_ELIDED, SYSTEM_PROMPT, build_messages, truncate_observation
+from swe_srl.core.prompts import OBSERVATION_ELIDED, SYSTEM_PROMPT, build_messages, truncate_observation
 from swe_srl.trajectories.decompose import clean_steps, decompose, token_counter
 from swe_srl.trajectories.schema import Step, Trajectory
 
@@ -124,7 +124,7 @@ def test_build_messages_budget_keeps_last_observation_and_truncates() -> None:
 
 
 def test_deterministic_and_cli(tmp_path: Path) -> None:
-    from swe_srl.cli import app
+    from swe_srl.cli.app import app
 
     out = tmp_path / "samples.jsonl"
     sources = [str(FIXTURES / n) for n in ("openhands.json", "swe_smith.json", "toy__calc-2.traj.json")]
@@ -146,7 +146,7 @@ def test_deterministic_and_cli(tmp_path: Path) -> None:
 def test_oracle_contents_from_a_local_clone(tmp_path: Path) -> None:
     import subprocess
 
-    from swe_srl.tasks import Instance
+    from swe_srl.benchmark.instances import Instance
     from swe_srl.trajectories.oracle import oracle_contents
 
     repo = tmp_path / "toy__calc"

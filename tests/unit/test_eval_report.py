@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from swe_srl.errors import ConfigError
-from swe_srl.eval_report import build_report
-from swe_srl.evaluate import EvalSettings, RunDir, policy_name
+from swe_srl.eval.report import build_report
+from swe_srl.eval.run import EvalSettings, RunDir, policy_name
 
 
 def _rec(

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from swe_srl.errors import ConfigError
-from swe_srl.executor import LocalExecutor, Task, TaskFailed, make_executor, start_slot
+from swe_srl.infra.executor import LocalExecutor, Task, TaskFailed, make_executor
+from swe_srl.infra.sandbox.slots import start_slot
 
 ROOT = Path(__file__).resolve().parents[2]
 

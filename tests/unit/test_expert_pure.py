@@ -2,9 +2,9 @@
 
 import pytest
 
+from swe_srl.eval.replay import observations_match
 from swe_srl.rewards.effect_sandbox import agreement, changed_python_files, diff_sections
 from swe_srl.trajectories.expert_state import ExpertState, tree_hash
-from swe_srl.trajectories.replay import observations_match
 
 DIFF_A = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x\n+y\n"
 DIFF_B = "diff --git a/n.txt b/n.txt\n--- a/n.txt\n+++ b/n.txt\n@@ -1 +1 @@\n-a\n+b\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from swe_srl.grading import stray_statuses, verdict
-from swe_srl.tasks import Instance
+from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.verdicts import stray_statuses, verdict
 
 TEST_PATCH = "diff --git a/testing/test_capture.py b/testing/test_capture.py\n--- a/testing/test_capture.py\n"
 

@@ -6,8 +6,8 @@ import importlib.util
 
 import pytest
 
+from swe_srl.benchmark.logparse import parse_pytest, parse_report, parser_for
 from swe_srl.errors import TaskError
-from swe_srl.logparse import parse_pytest, parse_report, parser_for
 
 PYTEST_RA = """\
 ============================= test session starts ==============================

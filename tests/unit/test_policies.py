@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_srl.actions import format_output, is_submit, parse_output
-from swe_srl.errors import PolicyError
-from swe_srl.policies import (
+from swe_srl.agent.policies import (
     EmptyPolicy,
     GoldPolicy,
     OpenAIPolicy,
@@ -23,7 +21,9 @@ from swe_srl.policies import (
     gold_script,
     make_policy,
 )
-from swe_srl.tasks import Instance
+from swe_srl.benchmark.instances import Instance
+from swe_srl.core.actions import format_output, is_submit, parse_output
+from swe_srl.errors import PolicyError
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl
 
 
@@ -215,7 +215,7 @@ def test_openai_policy_names_an_unreachable_server() -> None:
 
 def test_hf_policy_answers_in_the_training_format(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from swe_srl.prompts import build_messages
+    from swe_srl.core.prompts import build_messages
     from swe_srl.train.tiny import make_tiny_policy
 
     messages = build_messages("Fix the bug in x.py", [("ls", "x.py")])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from swe_srl.benchmark.repos import git, repo_source, scm_version
 from swe_srl.errors import TaskError
-from swe_srl.repos import git, repo_source, scm_version
 
 
 @pytest.fixture(scope="module")

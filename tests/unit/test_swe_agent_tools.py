@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_srl.actions import is_submit
+from swe_srl.core.actions import is_submit
 from swe_srl.trajectories.formats import swe_agent_action
 from swe_srl.trajectories.importers import import_trajectories
 

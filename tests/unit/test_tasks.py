@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from swe_srl.benchmark.instances import Instance, load_instances, select_instances
 from swe_srl.errors import TaskError
-from swe_srl.tasks import Instance, load_instances, select_instances
 
 SHARED = Path(os.environ.get("SWE_SRL_SHARED", Path(__file__).resolve().parents[2] / "../shared"))
 PATCH = """diff --git a/pkg/core.py b/pkg/core.py
@@ -132,7 +132,7 @@ def test_verified_loads_with_oracle_files() -> None:
 def test_spec_lookup_matches_dump_for_all_verified() -> None:
     if importlib.util.find_spec("swebench") is None:
         pytest.skip("optional: pip install --no-deps swebench==4.1.0")
-    from swe_srl.specs import instance_spec, test_command
+    from swe_srl.benchmark.specs import instance_spec, test_command
 
     table = json.loads(SPECS.read_text())["MAP_REPO_VERSION_TO_SPECS_PY"]
     instances = load_instances(str(VERIFIED))
@@ -146,7 +146,7 @@ def test_spec_lookup_matches_dump_for_all_verified() -> None:
 
 
 def test_spec_errors_and_bundled_env() -> None:
-    from swe_srl.specs import base_python, instance_spec, test_command
+    from swe_srl.benchmark.specs import base_python, instance_spec, test_command
 
     env = {"python": "3.11", "test_cmd": "pytest -rA", "test_files": ["tests/t.py"]}
     assert test_command(Instance.from_record(record(env=env))) == "pytest -rA tests/t.py"

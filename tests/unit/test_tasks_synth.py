@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from swe_srl.errors import TaskError
-from swe_srl.mutations import OPERATORS, apply_site, find_sites, locate, unified_diff
-from swe_srl.synth import Library, TaskRecipe, candidate_recipes, check_mutation, problem_statement
+from swe_srl.synth.mutations import OPERATORS, apply_site, find_sites, locate, unified_diff
+from swe_srl.synth.synthesis import Library, TaskRecipe, candidate_recipes, check_mutation, problem_statement
 
 SOURCE = '''"""Module doc."""
 

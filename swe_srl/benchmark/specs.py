@@ -1,0 +1,153 @@
+"""Per repo/version environment specs → image recipes and the test command.
+
+SWE-bench instances use the ``swebench`` package's own table (``pip install --no-deps swebench==4.1.0``); only its
+data modules are imported, never its heavy package ``__init__``. ``SWE_SRL_SWEBENCH_SPECS=FILE.json`` may point at a
+JSON dump of ``MAP_REPO_VERSION_TO_SPECS_PY`` instead (air-gapped machines). Bundled/synthesized instances carry
+their spec in ``extra["env"]``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+import os
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+from swe_srl.benchmark.instances import Instance
+from swe_srl.errors import TaskError
+
+BASE_PYTHONS = ("3.9", "3.11", "3.13")
+NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
+INSTALL_HINT = (
+    "install the swebench spec tables with `pip install --no-deps swebench==4.1.0` "
+    "or set SWE_SRL_SWEBENCH_SPECS to a JSON dump of MAP_REPO_VERSION_TO_SPECS_PY"
+)
+
+
+def import_swebench(module: str, stubs: tuple[str, ...] = ()) -> types.ModuleType:
+    """Import ``swebench.<module>`` without running swebench's package ``__init__`` (which needs docker, bs4...).
+
+    Parent packages are stubbed for the duration of the import only; ``stubs`` names extra modules to stub
+    (empty modules with a ``TestSpec`` placeholder), e.g. ``harness.test_spec.test_spec`` for the log parsers.
+    """
+    spec = importlib.util.find_spec("swebench")
+    if spec is None or spec.origin is None:
+        raise TaskError(f"the swebench package is not installed: {INSTALL_HINT}")
+    root = Path(spec.origin).parent
+    before = set(sys.modules)
+    for name in ("", "harness", "harness.test_spec", *stubs):
+        full = "swebench" + (f".{name}" if name else "")
+        if full in sys.modules:
+            continue
+        stub = types.ModuleType(full)
+        stub.__path__ = [str(root / name.replace(".", "/"))]  # type: ignore[attr-defined]
+        stub.TestSpec = object  # type: ignore[attr-defined]  # only used in annotations by the parsers
+        sys.modules[full] = stub
+    try:
+        return importlib.import_module(f"swebench.{module}")
+    finally:
+        for name in set(sys.modules) - before:  # leave no stub (nor half-imported swebench) behind
+            if name.startswith("swebench"):
+                del sys.modules[name]
+
+
+@functools.cache
+def swebench_specs() -> dict[str, dict[str, dict[str, Any]]]:
+    """``repo → version → spec`` from the swebench package (or the ``SWE_SRL_SWEBENCH_SPECS`` dump)."""
+    dump = os.environ.get("SWE_SRL_SWEBENCH_SPECS")
+    if dump:
+        data = json.loads(Path(dump).read_text(encoding="utf-8"))
+        return data.get("MAP_REPO_VERSION_TO_SPECS_PY", data)
+    return import_swebench("harness.constants.python").MAP_REPO_VERSION_TO_SPECS_PY
+
+
+def instance_spec(instance: Instance) -> dict[str, Any]:
+    """The environment spec of an instance: ``python``, ``pip_packages``, ``install``, ``test_cmd``..."""
+    if "env" in instance.extra:
+        return dict(instance.extra["env"])
+    table = swebench_specs()
+    if instance.repo not in table:
+        raise TaskError(
+            f"{instance.instance_id}: no environment spec for repo {instance.repo!r} "
+            f"(known: {', '.join(sorted(table)[:6])}...); synthesized tasks must carry extra['env']"
+        )
+    versions = table[instance.repo]
+    if instance.version not in versions:
+        raise TaskError(
+            f"{instance.instance_id}: repo {instance.repo} has no spec for version {instance.version!r} "
+            f"(known: {', '.join(versions)})"
+        )
+    return dict(versions[instance.version])
+
+
+def base_python(requested: str) -> str:
+    """The closest base image Python at or above ``requested`` (3.6 → 3.9, 3.10 → 3.11, 3.12 → 3.13)."""
+    want = tuple(int(p) for p in str(requested).split(".")[:2])
+    for candidate in BASE_PYTHONS:
+        if tuple(int(p) for p in candidate.split(".")) >= want:
+            return candidate
+    return BASE_PYTHONS[-1]
+
+
+def test_files(instance: Instance) -> list[str]:
+    """The test directives: files the test_patch touches (or ``extra['env']['test_files']``), SWE-bench style."""
+    env = instance.extra.get("env") or {}
+    if env.get("test_files"):
+        return list(env["test_files"])
+    paths = re.findall(r"diff --git a/.* b/(.*)", instance.test_patch)
+    paths = [p for p in paths if not p.endswith(NON_TEST_EXTS)]
+    if instance.repo == "django/django":
+        paths = [p.removesuffix(".py").removeprefix("tests/").replace("/", ".") for p in paths]
+    return paths
+
+
+def test_command(instance: Instance) -> str:
+    """The repo/version test command followed by the test files, e.g. ``pytest -rA tests/test_x.py``."""
+    spec = instance_spec(instance)
+    return " ".join([spec["test_cmd"], *test_files(instance)])
+
+
+def eval_prelude(instance: Instance) -> list[str]:
+    """Commands the spec runs before the tests (locale exports for django...)."""
+    return list(instance_spec(instance).get("eval_commands", []))
+
+
+def _pip_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return value.split()
+    return list(value or [])
+
+
+def env_setup_script(spec: dict[str, Any]) -> str:
+    """Bash for the env image: pre-install packages + pip packages; runs as root with network."""
+    lines = ["set -euxo pipefail", "python -m pip install -U pip setuptools wheel"]
+    packages = spec.get("packages", "")
+    if packages and packages not in ("requirements.txt", "environment.yml"):
+        lines.append(f"python -m pip install {packages}")
+    if spec.get("pip_packages"):
+        lines.append("python -m pip install " + " ".join(f"'{p}'" for p in _pip_list(spec["pip_packages"])))
+    lines += list(spec.get("env_setup", []))
+    return "\n".join(lines) + "\n"
+
+
+def install_script(instance: Instance, spec: dict[str, Any]) -> str:
+    """Bash for the instance image, run in /testbed: requirements files, pre_install, then the install command."""
+    lines = ["set -euxo pipefail"]
+    if spec.get("packages") == "requirements.txt":
+        table = (
+            import_swebench("harness.constants.python").MAP_REPO_TO_REQS_PATHS
+            if "env" not in instance.extra
+            else {}
+        )
+        for path in table.get(instance.repo, []):
+            lines.append(f"if [ -f {path} ]; then python -m pip install -r {path}; fi")
+    lines += list(spec.get("pre_install", []))
+    if spec.get("install"):
+        lines.append(spec["install"])
+    return "\n".join(lines) + "\n"

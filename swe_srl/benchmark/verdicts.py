@@ -1,0 +1,80 @@
+"""Pure grading rules: which paths are test files, which model-patch edits are dropped, resolved or not.
+
+Statuses: ``resolved`` / ``unresolved`` (the patch is wrong), ``patch_failed`` (it does not apply), ``error``
+(infrastructure: image build, daemon, harness timeout — never counted as a wrong patch).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from unidiff import PatchSet
+
+from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.logparse import PASSING, parser_for
+from swe_srl.benchmark.specs import test_files
+from swe_srl.core.patches import drop_sections
+
+Status = Literal["resolved", "unresolved", "patch_failed", "error"]
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$|(^|/)(pytest|tox)\.ini$"
+)
+
+
+@dataclass
+class GradeResult:
+    """The verdict on one model patch, with per-test statuses and the test log."""
+
+    instance_id: str
+    status: Status
+    tests: dict[str, str] = field(default_factory=dict)
+    log: str = ""
+    reverted_test_files: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent in ``start`` (image + container), ``apply`` and ``tests``."""
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "resolved"
+
+    def to_dict(self) -> dict:
+        return {"instance_id": self.instance_id, "status": self.status, "tests": self.tests,
+                "reverted_test_files": self.reverted_test_files, "timings": self.timings}  # fmt: skip
+
+
+def is_test_file(path: str, instance: Instance) -> bool:
+    """Whether a model patch may not touch ``path`` (a test file of the instance or any test-looking path)."""
+    protected = {p.path for p in PatchSet(instance.test_patch)} if instance.test_patch.strip() else set()
+    return path in protected or bool(_TEST_PATH.search(path))
+
+
+def strip_test_edits(instance: Instance, patch: str) -> tuple[str, list[str]]:
+    """``patch`` without the file diffs that touch test files, and the paths dropped."""
+    return drop_sections(patch, lambda path: is_test_file(path, instance))
+
+
+def stray_statuses(instance: Instance, tests: dict[str, str], log: str) -> dict[str, str]:
+    """Statuses from the log for FAIL_TO_PASS/PASS_TO_PASS ids no test of this run can have.
+
+    SWE-bench's stdout parser picked such ids up from nested pytest output (``[100%]``, pytester runs' own
+    ``test_x.py::test_y`` printed in captured output; e.g. pytest-dev__pytest-7521), so only the log can vouch
+    for them there too. Ids under the run's test files always come from the plugin report (anti-hacking).
+    """
+    files = set(test_files(instance))
+    stray = [
+        t
+        for t in (*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS)
+        if t not in tests and t.split("::")[0] not in files
+    ]
+    if not stray:
+        return {}
+    parsed = parser_for(instance.repo)(log)
+    return {t: parsed[t] for t in stray if t in parsed}
+
+
+def verdict(instance: Instance, tests: dict[str, str]) -> Status:
+    """``resolved`` iff every FAIL_TO_PASS and PASS_TO_PASS test passed."""
+    wanted = [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]
+    return "resolved" if wanted and all(tests.get(t) in PASSING for t in wanted) else "unresolved"

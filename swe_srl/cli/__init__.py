@@ -1,0 +1,1 @@
+"""The command line: one Typer app (``app.py``); each module registers one group of thin commands."""

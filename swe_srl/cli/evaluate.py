@@ -1,0 +1,57 @@
+"""``swe-srl eval``: agent-loop episodes of a policy on a dataset → trajectories, predictions, report, summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from swe_srl.benchmark.instances import load_instances, select_instances
+from swe_srl.eval.report import summary_tables
+from swe_srl.eval.run import EvalSettings, evaluate
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_cmd(
+        policy: str = typer.Option(..., help="gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai"),
+        dataset: str = typer.Option("bundled:test", help="bundled[:train|:test], a .jsonl/.parquet path or a HF id"),
+        out: Path = typer.Option(..., "-o", "--out", help="output folder (resumable: finished instances are skipped)"),
+        instances: str = typer.Option("", "--instances", help="only these instance ids (comma-separated)"),
+        oracle_files: bool = typer.Option(False, "--oracle-files", help="prompt includes the files the gold patch edits"),
+        workers: int = typer.Option(1, help="episodes in parallel (local pool or Ray tasks in flight)"),
+        ray: str = typer.Option(None, help="run episodes on Ray: auto | ray://host:10001 | host:6379"),
+        repos_dir: Path = typer.Option(None, help="folder of local clones (offline)"),
+        max_steps: int = typer.Option(50, help="policy calls per episode"),
+        base_url: str = typer.Option(None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
+        model: str = typer.Option(None, help="model name on the server (--policy openai)"),
+        max_new_tokens: int = typer.Option(1024, help="tokens per model output"),
+        temperature: float = typer.Option(0.0, help="sampling temperature (0 = greedy)"),
+        episode_timeout: float = typer.Option(1800, help="wall clock of one episode (s)"),
+        timeout: float = typer.Option(1800, help="test command timeout when grading (s)"),
+        direct_patch: bool = typer.Option(False, help="gold|empty: grade the patch without an episode"),
+    ) -> None:  # fmt: skip
+        """Run POLICY as an agent in SWEEnv on every instance of DATASET and grade the patches SWE-bench style."""
+
+        console = Console()
+        settings = EvalSettings(policy, base_url=base_url, model=model, max_steps=max_steps,
+                                episode_timeout_s=episode_timeout, max_new_tokens=max_new_tokens,
+                                temperature=temperature, oracle_files=oracle_files,
+                                repos_dir=str(repos_dir) if repos_dir else None, grade_timeout_s=timeout,
+                                direct=direct_patch)  # fmt: skip
+        ids = [i.strip() for i in instances.split(",") if i.strip()]
+        todo = select_instances(load_instances(dataset), ids)
+        console.print(f"{policy} on {len(todo)} instance(s) of {dataset} → {out}")
+        report = evaluate(settings, todo, out, workers=workers, ray=ray, dataset=dataset,
+                          progress=lambda r: console.print(_line(r), highlight=False))  # fmt: skip
+        for table in summary_tables(report, f"{policy} on {dataset}"):
+            console.print(table)
+        for error in report["errors"]:
+            console.print(f"[red]infra error[/] {error['instance_id']}: {error['error']}", highlight=False)
+        console.print(f"predictions: {out / 'predictions.jsonl'}  report: {out / 'report.json'}")
+
+
+def _line(record: dict) -> str:
+    return (f"{record['instance_id']}: {record['status']} ({record.get('exit_reason')}, "
+            f"{record.get('steps', 0)} steps, {record.get('wall_s', 0):.0f}s)")  # fmt: skip

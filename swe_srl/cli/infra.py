@@ -1,0 +1,69 @@
+"""Infra commands: ``setup`` (engine + base images), ``janitor`` (reap orphan containers), ``images base``."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from swe_srl.infra.engine import ensure_debootstrap, ensure_engine
+from swe_srl.infra.images import ensure_base_image, resolve_source
+from swe_srl.infra.sandbox.janitor import reap
+
+images_app = typer.Typer(help="Build images (base → env → instance).", no_args_is_help=True)
+"""The ``images`` group; other areas add their subcommands (e.g. ``images build``) to it."""
+
+
+def setup(
+    python: list[str] = typer.Option(
+        ["3.11", "3.9"], "--python", help="Base images to build (3.9, 3.11, 3.13)."
+    ),
+    with_313: bool = typer.Option(
+        False, "--with-3.13", help="Also build the Python 3.13 (trixie) base image."
+    ),
+    source: str = typer.Option("auto", help="Base image source: auto | debootstrap | registry."),
+) -> None:
+    """Install/start the Docker engine if needed (root on Linux) and build the base images. Idempotent."""
+
+    console = Console(stderr=True)
+    console.print(f"[green]engine:[/] {ensure_engine(console)}")
+    if source in ("auto", "debootstrap"):
+        ensure_debootstrap(console)
+    versions = [*python, *(["3.13"] if with_313 and "3.13" not in python else [])]
+    for version in versions:
+        console.print(
+            f"[green]base {version} ({resolve_source(source)}):[/] {ensure_base_image(version, source=source, console=console)}"
+        )
+    console.print("[bold green]setup done[/]")
+
+
+def janitor(
+    everything: bool = typer.Option(
+        False, "--all", help="Remove every swe-srl container, live runs included."
+    ),
+    older_than: float | None = typer.Option(
+        None, "--older-than", help="Also remove containers older than H hours."
+    ),
+) -> None:
+    """Remove swe-srl containers whose run's process is gone (same host), or older than --older-than hours."""
+
+    reaped = reap(older_than_h=older_than, everything=everything)
+    for item in reaped:
+        typer.echo(f"removed {item.name} ({item.container_id[:12]}): {item.reason}")
+    typer.echo(f"{len(reaped)} container(s) removed")
+
+
+@images_app.command("base")
+def images_base(
+    python: list[str] = typer.Option(["3.11"], "--python", help="Python version(s): 3.9, 3.11, 3.13."),
+    source: str = typer.Option("auto", help="auto | debootstrap | registry (or SWE_SRL_BASE_SOURCE)."),
+) -> None:
+    """Build (or reuse) the base image(s) and print their tags."""
+
+    for version in python:
+        typer.echo(ensure_base_image(version, source=source, console=Console(stderr=True)))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(setup)
+    app.command()(janitor)
+    app.add_typer(images_app, name="images")

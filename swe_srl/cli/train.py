@@ -1,0 +1,76 @@
+"""CLI: ``swe-srl train`` — SRL (then optional RLVR) training with TRL GRPO."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from swe_srl.train.config import load_config
+
+
+def train(
+    oracle_files: bool = typer.Option(False, "--oracle-files", help="Prompts include the oracle files."),
+    model: str | None = typer.Option(None, "--model", help="HF id or path (default: tiny in-process model)."),
+    samples: Path | None = typer.Option(None, "--samples", help="Step samples JSONL (swe-srl decompose)."),
+    trajectories: list[str] | None = typer.Option(None, "--trajectories", help="Trajectory files / HF ids."),
+    tasks: str | None = typer.Option(None, "--tasks", help="Task set (oracle files, RLVR episodes)."),
+    reward: str | None = typer.Option(None, "--reward", help="srl (similarity) or layered."),
+    effect: str | None = typer.Option(None, "--effect", help="Effect layer: off, cached or full."),
+    config: Path | None = typer.Option(None, "--config", help="YAML config file."),
+    overrides: list[str] | None = typer.Option(None, "--set", help="Dotted override, e.g. trl.beta=0."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Output directory."),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N optimizer steps."),
+    resume: bool = typer.Option(False, "--resume", help="Resume from the last checkpoint in --output."),
+    lora: bool = typer.Option(False, "--lora", help="Train LoRA adapters (peft)."),
+    stage: str | None = typer.Option(None, "--stage", help="srl or rlvr."),
+    init: str | None = typer.Option(None, "--init", help="Checkpoint to start from (rlvr: the SRL model)."),
+) -> None:
+    """Train a policy with SRL on expert step samples (TRL GRPO + dynamic sampling)."""
+
+    from swe_srl.train.run import run_training  # the training stack: torch, transformers, trl
+
+    sets = list(overrides or [])
+    sets += [f"trl.max_steps={max_steps}"] if max_steps is not None else []
+    sets += ["lora.enabled=true"] if lora else []
+    cfg = load_config(
+        config,
+        sets,
+        oracle_files=oracle_files or None,
+        model=model,
+        samples=str(samples) if samples else None,
+        trajectories=trajectories or None,
+        tasks=tasks,
+        reward=reward,
+        effect=effect,
+        output=output,
+        resume=resume or None,
+        stage=stage,
+        init=init,
+    )
+    console = Console()
+    summary = run_training(cfg, console=console)
+    console.print_json(json.dumps(summary))
+    wall = f" in {summary.get('wall_time_s', float('nan')):.0f}s"
+    if summary.get("stage") == "rlvr":
+        console.print(f"RLVR: {summary['episodes']} episodes, mean outcome reward "
+                      f"{summary['mean_outcome_reward']:.3f}{wall}; outputs in {cfg.output}")  # fmt: skip
+        return
+    verdict = "rose" if summary.get("reward_rose") else "did NOT rise"
+    console.print(
+        f"mean reward {verdict}: first fifth {summary.get('reward_first_fifth', float('nan')):+.3f} → "
+        f"last fifth {summary.get('reward_last_fifth', float('nan')):+.3f}{wall}; outputs in {cfg.output}"
+    )
+    evals = summary.get("eval") or []
+    if len(evals) >= 2:
+        first, last = evals[0], evals[-1]
+        console.print(
+            f"held-out greedy reward: {first['mean_reward']:+.3f} at step {first['step']} → "
+            f"{last['mean_reward']:+.3f} at step {last['step']}"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)

@@ -1,0 +1,121 @@
+"""CLI: ``swe-srl decompose TRAJ... -o F`` and ``swe-srl trajectories import SRC -o F``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from swe_srl.benchmark.instances import load_instances
+from swe_srl.errors import ConfigError
+from swe_srl.paths import atomic_write_text
+from swe_srl.trajectories.decompose import decompose, load_tokenizer
+from swe_srl.trajectories.importers import import_with_stats
+from swe_srl.trajectories.oracle import oracle_contents
+from swe_srl.trajectories.schema import write_jsonl
+
+trajectories_app = typer.Typer(help="Expert trajectories: import public formats.", no_args_is_help=True)
+
+
+def _table(title: str, rows: list[tuple[str, int]]) -> None:
+
+    table = Table(title=title)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for label, count in rows:
+        table.add_row(label, str(count))
+    Console().print(table)
+
+
+@trajectories_app.command("import")
+def import_cmd(
+    source: str = typer.Argument(..., help="File, directory or HF dataset id (owner/name[:split])."),
+    output: Path = typer.Option(..., "-o", "--output", help="Native trajectories JSONL to write."),
+    fmt: str = typer.Option(
+        "auto", "--format", help="auto, native, swe-agent, mini-swe-agent, swe-smith, openhands, nebius."
+    ),
+    skip_bad: bool = typer.Option(
+        False, "--skip-bad", help="Skip and count bad records instead of stopping."
+    ),
+) -> None:
+    """Convert public-format trajectories into the native JSONL form."""
+
+    trajectories, stats = import_with_stats(source, fmt=fmt, skip_bad=skip_bad)
+    write_jsonl(output, trajectories)
+    rows = [("records", stats.records), *sorted(stats.imported.items()), ("skipped", len(stats.skipped))]
+    _table("trajectories import", rows)
+    typer.echo(f"wrote {len(trajectories)} trajectories to {output}")
+    for error in stats.skipped[:10]:
+        typer.echo(f"skipped: {error}", err=True)
+
+
+def decompose_cmd(
+    trajectories: list[str] = typer.Argument(
+        ..., help="Trajectory files/directories/HF ids (any known format)."
+    ),
+    output: Path = typer.Option(..., "-o", "--output", help="SRL step samples JSONL to write."),
+    oracle_files: bool = typer.Option(
+        False, "--oracle-files", help="Put the gold patch's files in every prompt."
+    ),
+    tasks: str | None = typer.Option(
+        None, "--tasks", help="Task set (split per instance; needed for --oracle-files)."
+    ),
+    repos_dir: Path | None = typer.Option(
+        None, "--repos-dir", help="Local clones of real repositories, to read oracle files at base_commit."
+    ),
+    tokenizer: str | None = typer.Option(
+        None, "--tokenizer", help="HF tokenizer name/path, or a tokenizer.json."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Prompt token budget (oldest observations elided)."
+    ),
+    observation_chars: int = typer.Option(
+        2000, "--observation-chars", help="Truncate each observation to N chars."
+    ),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and count bad trajectory records."),
+) -> None:
+    """Split expert trajectories into SRL step samples (prompt → expert action)."""
+
+    if oracle_files and tasks is None:
+        raise ConfigError(
+            "--oracle-files needs --tasks (the instances whose gold patches name the files); "
+            "real repositories are read from --repos-dir clones or cloned from GitHub"
+        )
+    trajs, skipped = [], 0
+    for source in trajectories:
+        found, stats = import_with_stats(source, skip_bad=skip_bad)
+        trajs += found
+        skipped += len(stats.skipped)
+    wanted = {t.instance_id for t in trajs}
+    splits, contents = _task_inputs(tasks, repos_dir, wanted, oracle_files)
+    samples, stats = decompose(
+        trajs,
+        oracle_files=contents,
+        splits=splits,
+        tokenizer=load_tokenizer(tokenizer) if tokenizer else None,
+        max_tokens=max_tokens,
+        observation_chars=observation_chars,
+    )
+    atomic_write_text(output, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
+    _table("decompose", [("bad records skipped", skipped), *stats.rows()])
+    typer.echo(f"wrote {len(samples)} samples to {output}")
+
+
+def _task_inputs(
+    tasks: str | None, repos_dir: Path | None, wanted: set[str], oracle_files: bool
+) -> tuple[dict[str, str] | None, dict | None]:
+    if tasks is None:
+        return None, None
+
+    instances = load_instances(tasks)
+    splits = {i.instance_id: i.split for i in instances}
+    used = [i for i in instances if i.instance_id in wanted]
+    return splits, oracle_contents(used, repos_dir) if oracle_files else None
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(trajectories_app, name="trajectories")
+    app.command("decompose")(decompose_cmd)

@@ -1,0 +1,364 @@
+"""The Gymnasium environment: one SWE task per episode, in a resource-limited Docker sandbox.
+
+``reset()`` starts a container on the instance image (at the expert state before ``options["step"]`` when an expert
+trajectory is given) and returns the task prompt. ``step(text)`` parses the model output (``<think>…</think>`` + one
+bash action), runs the action and returns its output. Rewards: ``outcome`` (1.0 when grading resolves the submitted
+patch), ``srl`` (similarity to the expert action of this step), ``layered`` (syntax/semantic/effect); −1 on a format
+error in every mode. Registered as ``SweSrl-v0`` (``TimeLimit`` of 50 steps) when this module is imported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import gymnasium
+from gymnasium import spaces
+
+from swe_srl.benchmark.instances import load_instances
+from swe_srl.core.actions import is_submit, parse_output
+from swe_srl.core.patches import clean_patch
+from swe_srl.core.prompts import build_messages
+from swe_srl.errors import (
+    ActionFormatError,
+    ConfigError,
+    GradingError,
+    SandboxError,
+    SandboxTimeout,
+    TaskError,
+)
+from swe_srl.grading.runner import grade
+from swe_srl.infra.recipes import instance_image
+from swe_srl.infra.sandbox.base import ExecResult, Limits, SandboxSpec
+from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.rewards import score_output
+from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.trajectories.expert_state import expert_states, restore
+
+if TYPE_CHECKING:
+    from swe_srl.benchmark.instances import Instance
+    from swe_srl.infra.sandbox.docker import DockerSandbox
+    from swe_srl.infra.sandbox.pool import WarmPool
+    from swe_srl.trajectories.schema import Trajectory
+
+ENV_ID = "SweSrl-v0"
+WORKDIR = "/testbed"
+SANDBOX_GRACE_S = 300.0
+"""The sandbox's own episode budget is the env's plus this: the env truncates first, submit can still diff."""
+REWARD_MODES = ("outcome", "srl", "layered")
+OBS_MAX_CHARS = 1_000_000
+ACTION_MAX_CHARS = 100_000
+REPLACEMENT_CHAR = "\ufffd"
+# Printable text: newline, tab and every printable character of the Basic Multilingual Plane. Anything else in an
+# observation (control bytes, astral-plane emoji) is replaced by U+FFFD so observations stay in the space.
+CHARSET = frozenset(
+    ["\n", "\t"]
+    + [c for c in map(chr, range(0x20, 0x10000)) if c.isprintable() and not 0xD800 <= ord(c) < 0xE000]
+)
+
+
+def sanitize(text: str, limit: int = OBS_MAX_CHARS) -> str:
+    """Map ``text`` into the observation space: normalized newlines, charset-only, at most ``limit`` characters."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not all(c in CHARSET for c in text):
+        text = "".join(c if c in CHARSET else REPLACEMENT_CHAR for c in text)
+    if len(text) > limit:
+        marker = f"\n[... {len(text) - limit} characters dropped by swe-srl ...]\n"
+        half = (limit - len(marker)) // 2
+        text = text[:half] + marker + text[len(text) - half :]
+    return text
+
+
+def format_observation(result: ExecResult, limits: Limits) -> str:
+    """What the agent sees after a command: its output, then one status line."""
+    text = result.output.rstrip("\n")
+    if result.oom_killed:
+        text += f"\n[the command was killed: out of memory (limit {limits.memory})]"
+    if result.timed_out and "timed out" not in text[-200:]:
+        text += "\n[the command timed out and was killed]"
+    if result.session_restarted:
+        text += "\n[the shell session ended and was restarted: cwd and variables were reset]"
+    return sanitize(f"{text}\n[exit code: {result.exit_code}]".lstrip("\n"))
+
+
+def render_messages(messages: list[dict[str, str]]) -> str:
+    """The chat prompt as one text (the reset observation); ``info["messages"]`` keeps the structured form."""
+    return sanitize("\n\n".join(f"<|{m['role']}|>\n{m['content']}" for m in messages))
+
+
+class SWEEnv(gymnasium.Env[str, str]):
+    """A repository-fixing episode: the observation is text, the action is the model's full output text.
+
+    ``reset(options={"instance_id": ..., "trajectory": Trajectory, "step": k})`` picks the task (default: one drawn
+    with ``self.np_random``) and, for the step-wise reward modes, the expert reference: the sandbox starts at the
+    expert state before step ``k`` and env step ``t`` is compared with expert step ``k + t``. ``sandbox`` is the live
+    :class:`~swe_srl.infra.sandbox.docker.DockerSandbox` (None outside an episode); with ``warm_pool`` (a
+    :class:`~swe_srl.infra.sandbox.pool.WarmPool`, possibly shared by several envs) resets take an already started one. A container that dies mid-episode
+    raises :class:`~swe_srl.errors.ContainerDied` from ``step()`` after the env closed itself.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        dataset: str = "bundled",
+        *,
+        reward_mode: str = "outcome",
+        limits: Limits | Mapping[str, Any] | None = None,
+        repos_dir: str | None = None,
+        oracle_files: bool = False,
+        weights: dict[str, float] | None = None,
+        effect_mode: str = "off",
+        instances: list[Instance] | None = None,
+        warm_pool: WarmPool | None = None,
+    ) -> None:
+        if reward_mode not in REWARD_MODES:
+            raise ConfigError(f"reward_mode={reward_mode!r}: choose one of {', '.join(REWARD_MODES)}")
+        if effect_mode not in ("off", "cached", "full"):
+            raise ConfigError(f"effect_mode={effect_mode!r}: choose one of off, cached, full")
+        self.dataset = dataset
+        self.reward_mode = reward_mode
+        self.limits = Limits(**limits) if isinstance(limits, Mapping) else (limits or Limits())
+        self.repos_dir = repos_dir
+        self.use_oracle_files = oracle_files
+        self.weights = weights
+        self.effect_mode = effect_mode
+        self._instances = list(instances) if instances is not None else None
+        self.warm_pool = warm_pool
+        self.observation_space = spaces.Text(OBS_MAX_CHARS, min_length=0, charset=CHARSET)
+        self.action_space = spaces.Text(ACTION_MAX_CHARS, min_length=0, charset=CHARSET)
+        self.sandbox: DockerSandbox | None = None
+        self.instance: Instance | None = None
+        self._trajectory: Trajectory | None = None
+        self._expert_step = 0
+        self._t = 0
+        self._deadline = 0.0
+        self._patch = ""
+        self._done = False
+        self._pristine = False  # nothing ran in the sandbox yet: a reset on the same instance reuses it
+        self._effect_eval: Any = None
+
+    @property
+    def _repos_path(self) -> Path | None:
+        return Path(self.repos_dir) if self.repos_dir else None
+
+    # ---- episode lifecycle -------------------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"instance_id", "trajectory", "step"}
+        if unknown:
+            raise ConfigError(
+                f"reset options {sorted(unknown)} are unknown; use instance_id, trajectory, step"
+            )
+        instance = self._pick_instance(self._load_instances(), options.get("instance_id"))
+        trajectory, step = options.get("trajectory"), int(options.get("step", 0))
+        if self.reward_mode != "outcome" and trajectory is None:
+            raise ConfigError(f"reward_mode={self.reward_mode!r} needs reset options trajectory=… and step=…")
+        if trajectory is not None and not 0 <= step < max(len(trajectory.steps), 1):
+            raise ConfigError(f"step={step} is outside trajectory of {len(trajectory.steps)} steps")
+        if not (self._pristine and instance is self.instance and step == 0):
+            self.close()
+            self.sandbox = self._start_sandbox(instance)
+            self._pristine = True
+        elif hasattr(self.sandbox, "restart_clock"):
+            self.sandbox.restart_clock()  # a container nothing ran in is reused as is
+        self.instance, self._trajectory, self._expert_step = instance, trajectory, step
+        try:
+            oracle = self._read_oracle_files(instance) if self.use_oracle_files else {}
+            if trajectory is not None and step > 0:
+                self._pristine = False
+                self._restore(trajectory, instance, step)
+            self._patch = self._current_patch() if step > 0 else ""
+        except BaseException:
+            self.close()
+            raise
+        self._t, self._done = 0, False
+        self._deadline = time.monotonic() + self.limits.episode_timeout_s
+        messages = self._messages(instance, trajectory, step, oracle)
+        info = {"instance_id": instance.instance_id, "problem": instance.problem_statement}
+        info |= {"oracle_files": oracle, "messages": messages}
+        return render_messages(messages), info
+
+    def close(self) -> None:
+        """Remove the episode's container (idempotent)."""
+        sandbox, self.sandbox = self.sandbox, None
+        self._pristine = False
+        if sandbox is not None:
+            sandbox.close()
+        self._done = True
+
+    # ---- stepping ----------------------------------------------------------------------------------------------
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.sandbox is None or self.instance is None or self._done:
+            raise gymnasium.error.ResetNeeded("SWEEnv.step() called outside an episode: call reset() first")
+        t, self._t = self._t, self._t + 1
+        info: dict[str, Any] = {"instance_id": self.instance.instance_id, "step": t, "action": None}
+        info |= {"format_error": None, "reward_components": {}, "exit_code": None, "timed_out": False}
+        info |= {"duration_s": 0.0, "patch": self._patch}
+        if time.monotonic() >= self._deadline:
+            return self._truncate("the episode's wall-clock budget was already spent", info)
+        try:
+            parsed = parse_output(action)
+        except ActionFormatError as exc:
+            info["format_error"], info["reward_components"] = str(exc), {"format": 0.0}
+            obs = f"Format error ({exc}). Reply with <think>…</think> followed by exactly one bash command."
+            return sanitize(obs), -1.0, False, False, info
+        info["action"] = parsed.action
+        try:
+            if is_submit(parsed.action):
+                return self._submit(action, info)
+            self._pristine = False
+            result = self._guarded(self.sandbox.run, parsed.action, self._command_timeout())
+            self._patch = info["patch"] = self._current_patch()
+        except SandboxTimeout as exc:
+            return self._truncate(str(exc), info)
+        info |= {
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "duration_s": result.duration_s,
+        }
+        reward = self._step_reward(action, t, info)
+        obs = format_observation(result, self.limits)
+        if time.monotonic() >= self._deadline:
+            info["truncation"] = "wall_clock"
+            self._done = True
+            return obs, reward, False, True, info
+        return obs, reward, False, False, info
+
+    def _submit(self, text: str, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        assert self.sandbox is not None and self.instance is not None
+        self._patch = info["patch"] = self._current_patch()
+        self._done = True
+        if self.reward_mode != "outcome":
+            reward = self._step_reward(text, info["step"], info)
+            return "Submitted.", reward, True, False, info
+
+        result = grade(self.instance, self._patch, repos_dir=self._repos_path)
+        if result.status == "error":
+            raise GradingError(
+                f"grading {self.instance.instance_id} failed (infra, not the patch): {result.log[-2000:]}"
+            )
+        resolved = result.status == "resolved"
+        info |= {"grade_status": result.status, "tests": dict(result.tests)}
+        info["reward_components"] = {"outcome": float(resolved)}
+        obs = f"Submitted. Grading: {result.status} ({sum(v == 'PASSED' for v in result.tests.values())} tests passed)"
+        return sanitize(obs), float(resolved), True, False, info
+
+    def _truncate(self, why: str, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self._done = True
+        info["truncation"] = "wall_clock"
+        budget = self.limits.episode_timeout_s
+        return (
+            sanitize(f"[episode truncated: wall-clock budget of {budget:g}s spent ({why})]"),
+            0.0,
+            False,
+            True,
+            info,
+        )
+
+    def _current_patch(self) -> str:
+        """The sandbox diff without build junk (``__pycache__``, ``*.egg-info``, ``build/``), as grading takes it."""
+
+        assert self.sandbox is not None
+        return clean_patch(self._guarded(self.sandbox.diff))
+
+    def _command_timeout(self) -> float:
+        return max(0.1, min(self.limits.command_timeout_s, self._deadline - time.monotonic()))
+
+    def _guarded(self, fn: Any, *args: Any) -> Any:
+        """Call a sandbox method; an infra failure (not the wall clock) closes the env before it propagates."""
+        try:
+            return fn(*args)
+        except SandboxTimeout:
+            raise
+        except SandboxError as exc:
+            where = f"instance {self.instance.instance_id if self.instance else '?'}, step {self._t - 1}"
+            self.close()
+            exc.add_note(f"SWEEnv ({where}): the env closed its sandbox; call reset() to start a new episode")
+            raise
+
+    def _step_reward(self, text: str, t: int, info: dict[str, Any]) -> float:
+        """Step-wise reward (srl/layered) against the expert action ``step + t``; 0.0 in outcome mode."""
+        if self.reward_mode == "outcome" or self._trajectory is None:
+            return 0.0
+        k = self._expert_step + t
+        if k >= len(self._trajectory.steps):
+            info["reward_components"] = {"beyond_expert": 1.0}
+            return 0.0
+
+        expert = self._trajectory.steps[k].action
+        result = score_output(
+            text, expert, mode=self.reward_mode, weights=self.weights, effect=self._effect(k, info["action"])
+        )
+        info["reward_components"] = dict(result.components)
+        info["expert_action"] = expert
+        return float(result.total)
+
+    def _effect(self, k: int, action: str) -> float | None:
+        """The effect layer (layered mode, effect_mode cached/full): the action run on the expert state before k."""
+        if self.effect_mode == "off" or self.reward_mode != "layered":
+            return None
+
+        if self._effect_eval is None:
+            self._effect_eval = SandboxEffect(self.effect_mode, repos_dir=self._repos_path)
+        assert self.instance is not None and self._trajectory is not None
+        return self._effect_eval.evaluate(self.instance, self._trajectory, k, action).value
+
+    # ---- helpers -----------------------------------------------------------------------------------------------
+    def _load_instances(self) -> list[Instance]:
+        if self._instances is None:
+            self._instances = load_instances(self.dataset)
+        if not self._instances:
+            raise TaskError(f"dataset {self.dataset!r} holds no instances")
+        return self._instances
+
+    def _pick_instance(self, instances: list[Instance], instance_id: str | None) -> Instance:
+        if instance_id is None:
+            return instances[int(self.np_random.integers(len(instances)))]
+        for instance in instances:
+            if instance.instance_id == instance_id:
+                return instance
+        known = ", ".join(i.instance_id for i in instances[:5])
+        raise TaskError(f"instance_id={instance_id!r} is not in dataset {self.dataset!r} (e.g. {known})")
+
+    def _start_sandbox(self, instance: Instance) -> DockerSandbox:
+
+        image = instance_image(instance, repos_dir=self._repos_path)
+        limits = replace(self.limits, episode_timeout_s=self.limits.episode_timeout_s + SANDBOX_GRACE_S)
+        spec = SandboxSpec(image=image, workdir=WORKDIR, limits=limits, base_commit=instance.base_commit)
+        if self.warm_pool is not None:
+            return self.warm_pool.acquire(spec)  # started ahead of time; the pool refills in the background
+        sandbox = DockerSandbox(spec)
+        try:
+            return sandbox.start()
+        except BaseException:
+            sandbox.close()
+            raise
+
+    def _read_oracle_files(self, instance: Instance) -> dict[str, str]:
+        assert self.sandbox is not None
+        files = {}
+        for path in instance.oracle_files:
+            try:
+                files[path] = self.sandbox.read_file(f"{WORKDIR}/{path}").decode("utf-8", errors="replace")
+            except FileNotFoundError:
+                continue  # a file the gold patch adds
+        return files
+
+    def _restore(self, trajectory: Trajectory, instance: Instance, step: int) -> None:
+
+        restore(self.sandbox, expert_states(trajectory, instance, repos_dir=self._repos_path), step)
+
+    def _messages(
+        self, instance: Instance, trajectory: Trajectory | None, step: int, oracle: dict[str, str]
+    ) -> list[dict[str, str]]:
+
+        steps = trajectory.steps[:step] if trajectory is not None else []
+        history = [(s.action, s.observation) for s in steps]
+        return build_messages(instance.problem_statement, history, oracle_files=oracle or None)

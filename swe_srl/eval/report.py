@@ -1,0 +1,84 @@
+"""The evaluation report (``report.json``) and its rich summary table, built from per-instance records."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from rich.table import Table
+
+ERROR = "error"
+
+
+def _rate(part: int | float, whole: int | float) -> float:
+    return part / whole if whole else 0.0
+
+
+def _per_repo(records: list[dict]) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for record in records:
+        groups[record.get("repo", "?")].append(record)
+    table = {}
+    for repo, group in sorted(groups.items()):
+        resolved = sum(r["status"] == "resolved" for r in group)
+        table[repo] = {
+            "total": len(group),
+            "resolved": resolved,
+            "resolved_rate": _rate(resolved, len(group)),
+        }
+    return table
+
+
+def build_report(records: list[dict], *, policy: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Resolved % overall (over every instance, infra errors counted as unresolved) and per repo, mean steps and
+    format-error rate (over episodes), exit reasons, infra errors listed apart, and each instance's status."""
+    statuses = Counter(r["status"] for r in records)
+    episodes = [r for r in records if r.get("exit_reason") not in (None, "direct")]
+    calls = sum(r.get("steps", 0) for r in episodes)
+    format_errors = sum(r.get("format_errors", 0) for r in episodes)
+    errors = [{"instance_id": r["instance_id"], "exit_reason": r.get("exit_reason"), "error": r.get("error")}
+              for r in records if r["status"] == ERROR]  # fmt: skip
+    graded = len(records) - len(errors)
+    return {
+        "policy": policy,
+        **(meta or {}),
+        "total": len(records),
+        "resolved": statuses["resolved"],
+        "resolved_rate": _rate(statuses["resolved"], len(records)),
+        "resolved_rate_graded": _rate(statuses["resolved"], graded),
+        "per_repo": _per_repo(records),
+        "mean_steps": _rate(calls, len(episodes)),
+        "format_errors": format_errors,
+        "format_error_rate": _rate(format_errors, calls),
+        "statuses": dict(statuses),
+        "exit_reasons": dict(Counter(r.get("exit_reason") for r in records)),
+        "errors": errors,
+        "resolved_ids": sorted(r["instance_id"] for r in records if r["status"] == "resolved"),
+        "per_instance": {r["instance_id"]: r["status"] for r in records},
+        "instances": {
+            r["instance_id"]: {key: r.get(key) for key in ("status", "exit_reason", "steps", "format_errors")}
+            for r in records
+        },
+    }
+
+
+def summary_tables(report: dict[str, Any], title: str) -> list:
+    """Two rich tables: the overall figures, then resolved % per repo."""
+
+    overall = Table(title=title)
+    for column in ("instances", "resolved", "rate", "mean steps", "format errors", "infra errors"):
+        overall.add_column(column, justify="right")
+    overall.add_row(
+        str(report["total"]),
+        str(report["resolved"]),
+        f"{report['resolved_rate']:.1%}",
+        f"{report['mean_steps']:.1f}",
+        f"{report['format_error_rate']:.1%}",
+        str(len(report["errors"])),
+    )
+    repos = Table(title="per repository")
+    for column in ("repo", "instances", "resolved", "rate"):
+        repos.add_column(column, justify="left" if column == "repo" else "right")
+    for repo, row in report["per_repo"].items():
+        repos.add_row(repo, str(row["total"]), str(row["resolved"]), f"{row['resolved_rate']:.1%}")
+    return [overall, repos]

@@ -1,0 +1,114 @@
+"""The Docker engine: connect (with a clear error when it is down), and on a fresh Linux machine install and start it."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import time
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import docker
+from rich.console import Console
+
+from swe_srl import paths
+from swe_srl.errors import DockerUnavailable
+
+if TYPE_CHECKING:
+    import docker
+
+FIX = (
+    "start the Docker daemon (as root: `swe-srl setup` installs and starts it; otherwise `sudo systemctl start docker`)"
+    " or point DOCKER_HOST at a running engine"
+)
+
+
+@lru_cache(maxsize=1)
+def _cached_client() -> docker.DockerClient:
+
+    return docker.from_env(timeout=600)
+
+
+def docker_client() -> docker.DockerClient:
+    """A connected docker-py client; raises ``DockerUnavailable`` naming the fix when no engine answers."""
+
+    try:
+        client = _cached_client()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        _cached_client.cache_clear()
+        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise DockerUnavailable(f"no Docker engine answers at {host} ({exc}); {FIX}") from None
+    return client
+
+
+def engine_answers() -> bool:
+    """True when ``docker info`` succeeds."""
+    if shutil.which("docker") is None:
+        return False
+    proc = subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=60)
+    return proc.returncode == 0
+
+
+def image_exists(tag: str) -> bool:
+    """True when ``tag`` exists in the local engine."""
+
+    try:
+        docker_client().images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def ensure_engine(console: Console | None = None, *, wait_s: float = 90.0) -> str:
+    """Make sure an engine answers: as root on Linux, install ``docker.io`` (apt) and start ``dockerd`` if needed.
+
+    Returns a one-line description of what was done. Idempotent: does nothing when the engine already answers.
+    """
+    console = console or Console(stderr=True)
+    if engine_answers():
+        return "Docker engine answers"
+    if platform.system() != "Linux" or os.geteuid() != 0:
+        raise DockerUnavailable(f"no Docker engine answers and we are not root on Linux: {FIX}")
+    done = []
+    if shutil.which("dockerd") is None:
+        if shutil.which("apt-get") is None:
+            raise DockerUnavailable(
+                f"no Docker engine and no apt-get to install one: install Docker, then {FIX}"
+            )
+        with console.status("installing docker.io and docker-compose with apt-get (a minute or two)"):
+            _run(["apt-get", "update", "-q"])
+            _run(["apt-get", "install", "-y", "-q", "docker.io", "docker-compose"], env={"DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+        done.append("installed docker.io and docker-compose")
+    log = paths.cache_dir("logs") / "dockerd.log"
+    with console.status(f"starting dockerd (log: {log})"):
+        with open(log, "ab") as out:
+            subprocess.Popen(["dockerd"], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + wait_s
+        while not engine_answers():
+            if time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-1500:]
+                raise DockerUnavailable(f"dockerd did not answer within {wait_s:.0f}s; see {log}:\n{tail}")
+            time.sleep(0.5)
+    done.append("started dockerd")
+    return ", ".join(done)
+
+
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, **(env or {})})
+    if proc.returncode != 0:
+        raise DockerUnavailable(f"`{' '.join(cmd)}` failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+
+
+def ensure_debootstrap(console: Console | None = None) -> bool:
+    """Install ``debootstrap`` with apt when missing and we are root; True when it is available."""
+    if shutil.which("debootstrap"):
+        return True
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return False
+    with (console or Console(stderr=True)).status("installing debootstrap with apt-get"):
+        _run(["apt-get", "install", "-y", "-q", "debootstrap"], env={"DEBIAN_FRONTEND": "noninteractive"})
+    return shutil.which("debootstrap") is not None

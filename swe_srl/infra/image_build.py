@@ -1,0 +1,138 @@
+"""Build plumbing shared by the image layers: a docker build of a generated context, logged commands, file locks."""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import docker
+from rich.console import Console
+
+from swe_srl import paths
+from swe_srl.errors import ImageBuildError
+from swe_srl.infra.engine import docker_client
+
+LOG_TAIL_LINES = 40
+
+
+@contextmanager
+def file_lock(tag: str) -> Iterator[None]:
+    """Serialize builds of one tag across processes (another builder's result is then reused)."""
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in tag)
+    with open(paths.cache_dir("locks") / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def run_logged(cmd: list[str], what: str, console: Console | None, stdin: IO[bytes] | None = None) -> None:
+    """Run ``cmd`` showing its last output line as progress; ``ImageBuildError`` with the log tail on failure."""
+    console = console or Console(stderr=True)
+    tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
+    log = (
+        paths.cache_dir("logs")
+        / f"{what.split()[0]}-{what.split()[-1].replace('/', '_').replace(':', '_')}.log"
+    )
+    with console.status(what) as status, open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace")  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            tail.append(line.rstrip())
+            status.update(f"{what}: {line.strip()[:100]}")
+        code = proc.wait()
+    if code != 0:
+        body = "\n".join(tail)
+        raise ImageBuildError(f"{what} failed with exit code {code} (full log: {log}); last lines:\n{body}")
+
+
+def build_context(
+    tag: str,
+    dockerfile: str,
+    files: dict[str, bytes],
+    console: Console | None,
+    *,
+    context: Path | None = None,
+) -> None:
+    """``docker build`` of ``dockerfile`` + ``files`` (written into ``context`` or a temp dir) tagged ``tag``."""
+    if context is None:
+        with tempfile.TemporaryDirectory(prefix="swe-srl-build-") as tmp:
+            build_context(tag, dockerfile, files, console, context=Path(tmp))
+        return
+    for name, data in files.items():
+        (context / name).parent.mkdir(parents=True, exist_ok=True)
+        (context / name).write_bytes(data)
+    (context / "Dockerfile").write_text(dockerfile)
+    _docker_build(tag, context, console or Console(stderr=True))
+
+
+def _docker_build(tag: str, context: Path, console: Console) -> None:
+
+    tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
+    api = docker_client().api
+    error = None
+    with console.status(f"building {tag}") as status:
+        try:
+            stream = api.build(
+                path=str(context),
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                labels={"swe-srl.owner": "swe-srl"},
+            )
+            for chunk in stream:
+                text = str(chunk.get("stream") or chunk.get("status") or "").rstrip()
+                if "error" in chunk:
+                    error = str(chunk["error"]).strip()
+                    tail.append(error)
+                for line in text.splitlines():
+                    tail.append(line)
+                    status.update(f"building {tag}: {line.strip()[:100]}")
+        except docker.errors.APIError as exc:
+            error = str(exc)
+    if error:
+        body = "\n".join(tail)
+        raise ImageBuildError(f"building {tag} failed: {error}; last lines of the build log:\n{body}")
+    console.print(f"[green]built[/] {tag}")
+
+
+def unmount_under(root: Path) -> None:
+    """Unmount anything a failed debootstrap left mounted under ``root`` (before the temp dir is deleted)."""
+    prefix = str(root.resolve())
+    mounts = [
+        line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if len(line.split()) > 1
+    ]
+    for mount in sorted((m for m in mounts if m.startswith(prefix)), reverse=True):
+        subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
+
+
+def checkout_base_commit(repo_dir: Path, commit: str, dest: Path) -> None:
+    """``dest`` = a new repo holding only ``commit`` of ``repo_dir`` on branch ``main``, no remotes or other refs."""
+    if not (repo_dir / ".git").exists() and not (repo_dir / "HEAD").exists():
+        raise ImageBuildError(
+            f"repo_dir {str(repo_dir)!r} is not a git repository; clone the task's repo there"
+        )
+    steps = [
+        ["git", "init", "-q", "-b", "main", str(dest)],
+        ["git", "-C", str(dest), "fetch", "-q", "--depth", "1", f"file://{repo_dir.resolve()}", commit],
+        ["git", "-C", str(dest), "checkout", "-q", "-B", "main", "FETCH_HEAD"],
+        ["git", "-C", str(dest), "reflog", "expire", "--expire=now", "--all"],
+    ]
+    for step in steps:
+        proc = subprocess.run(step, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise ImageBuildError(
+                f"checking out {commit!r} of {str(repo_dir)!r} failed ({' '.join(step[:4])}...): "
+                f"{proc.stderr.strip()[-800:]}; check that the commit exists in that repo"
+            )
+    (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)

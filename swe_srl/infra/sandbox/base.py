@@ -1,0 +1,128 @@
+"""What every sandbox offers: run a command in a persistent shell, read/write files, diff the repo, close.
+
+*Where* commands run (a Docker container, a local directory) is the backend's business; callers see only this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from swe_srl.errors import ConfigError
+
+TRUNCATION_MARKER = "\n[... output truncated by swe-srl: {dropped} bytes dropped ...]\n"
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The observation of one command: a failing or timed-out command is a result, not an exception."""
+
+    output: str
+    exit_code: int
+    timed_out: bool = False
+    truncated: bool = False
+    duration_s: float = 0.0
+    oom_killed: bool = False
+    session_restarted: bool = False
+    """The persistent shell died (``exit``, ``kill -9 $$``, timeout kill) and a fresh one was started."""
+
+
+def _parse_size(value: str | int, name: str) -> int:
+    if isinstance(value, int):
+        if value <= 0:
+            raise ConfigError(
+                f"Limits.{name}={value!r}: must be a positive number of bytes (or '512m', '2g')"
+            )
+        return value
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = str(value).strip().lower().removesuffix("b")
+    try:
+        if text and text[-1] in units:
+            return int(float(text[:-1]) * units[text[-1]])
+        return int(text)
+    except ValueError:
+        raise ConfigError(
+            f"Limits.{name}={value!r}: not a size; use bytes or a suffix k/m/g like '512m'"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandbox. Validated on construction; bad values raise ``ConfigError``."""
+
+    memory: str = "2g"
+    """Memory cap (swap included), e.g. ``512m``; an allocation beyond it is OOM-killed and reported."""
+    cpus: float = 1.0
+    """CPU share (``docker run --cpus``)."""
+    pids: int = 256
+    """Maximum processes in the container: a fork bomb hits this instead of the host."""
+    network: bool = False
+    """Allow network access (off by default)."""
+    command_timeout_s: float = 60.0
+    """Default per-command timeout; the command is killed and the result has ``timed_out=True``."""
+    episode_timeout_s: float = 1800.0
+    """Wall-clock budget of the whole episode; past it every call raises ``SandboxTimeout``."""
+    output_limit_bytes: int = 64_000
+    """Observations longer than this are cut in the middle with a truncation marker."""
+
+    def __post_init__(self) -> None:
+        _parse_size(self.memory, "memory")
+        for name in ("cpus", "command_timeout_s", "episode_timeout_s"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"Limits.{name}={value!r}: must be a positive number")
+        for name in ("pids", "output_limit_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"Limits.{name}={value!r}: must be a positive integer")
+
+    @property
+    def memory_bytes(self) -> int:
+        return _parse_size(self.memory, "memory")
+
+
+def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:
+    """Decode ``data`` (invalid UTF-8 replaced) and keep head and tail within ``limit`` bytes."""
+    if len(data) <= limit:
+        return data.decode("utf-8", errors="replace"), False
+    half = limit // 2
+    dropped = len(data) - 2 * half
+    text = (
+        data[:half].decode("utf-8", errors="replace")
+        + TRUNCATION_MARKER.format(dropped=dropped)
+        + data[-half:].decode("utf-8", errors="replace")
+    )
+    return text, True
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """A place where an episode's commands run. ``close()`` is idempotent; use as a context manager."""
+
+    def run(self, command: str, timeout: float | None = None) -> ExecResult: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
+
+    def diff(self) -> str: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@dataclass
+class SandboxSpec:
+    """Everything needed to start a sandbox: the image, where the repo lives, and the limits."""
+
+    image: str
+    workdir: str = "/testbed"
+    limits: Limits = field(default_factory=Limits)
+    base_commit: str | None = None
+    """Commit ``diff()`` compares against (``HEAD`` of the image's repo when None)."""
+    env: dict[str, str] = field(default_factory=dict)
+    run_id: str | None = None
+    """Label grouping containers of one process/run (the janitor reaps labels of dead runs)."""

@@ -1,0 +1,127 @@
+"""No leaks: container labels, a registry of live sandboxes closed at exit/SIGTERM, and the janitor for dead runs.
+
+Every swe-srl container carries ``swe-srl.owner=swe-srl``, ``swe-srl.run-id``, ``swe-srl.pid``, ``swe-srl.host``
+and ``swe-srl.created-at`` (unix seconds). ``reap()`` removes those whose creating process is gone (same host),
+that are older than a given age, or all of them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Protocol
+
+import docker
+
+from swe_srl.infra.engine import docker_client
+
+OWNER_LABEL = "swe-srl.owner"
+OWNER = "swe-srl"
+RUN_ID = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+"""This process's run id (the default ``swe-srl.run-id`` label)."""
+
+
+def container_labels(run_id: str | None = None) -> dict[str, str]:
+    """The labels of a container created now by this process."""
+    return {
+        OWNER_LABEL: OWNER,
+        "swe-srl.run-id": run_id or RUN_ID,
+        "swe-srl.pid": str(os.getpid()),
+        "swe-srl.host": socket.gethostname(),
+        "swe-srl.created-at": str(int(time.time())),
+    }
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+_live: dict[int, _Closable] = {}
+_lock = threading.Lock()
+_atexit_installed = False
+
+
+def register(sandbox: _Closable) -> None:
+    """Track a started sandbox so it is closed at interpreter exit (also after SIGTERM, see below)."""
+    global _atexit_installed
+    with _lock:
+        _live[id(sandbox)] = sandbox
+        if not _atexit_installed:
+            atexit.register(close_all)
+            _atexit_installed = True
+
+
+def unregister(sandbox: _Closable) -> None:
+    with _lock:
+        _live.pop(id(sandbox), None)
+
+
+def close_all() -> None:
+    """Close every live sandbox of this process (idempotent)."""
+    with _lock:
+        live = list(_live.values())
+    for sandbox in live:
+        sandbox.close()
+
+
+def install_sigterm_handler() -> None:
+    """Turn SIGTERM into ``SystemExit`` so ``finally`` blocks and atexit close the containers (main thread only)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class Reaped:
+    """One container the janitor removed, and why."""
+
+    container_id: str
+    name: str
+    reason: str
+
+
+def orphan_reason(labels: dict[str, str], *, older_than_h: float | None, everything: bool) -> str | None:
+    """Why a container with ``labels`` should be removed now, or None to keep it (pure function)."""
+    if everything:
+        return "--all"
+    created = float(labels.get("swe-srl.created-at", "0") or 0)
+    age_h = (time.time() - created) / 3600
+    if older_than_h is not None and age_h > older_than_h:
+        return f"older than {older_than_h:g} h ({age_h:.1f} h)"
+    pid = labels.get("swe-srl.pid", "")
+    if labels.get("swe-srl.host") == socket.gethostname() and pid.isdigit() and not _pid_alive(int(pid)):
+        return f"its process {pid} is gone"
+    return None
+
+
+def reap(*, older_than_h: float | None = None, everything: bool = False) -> list[Reaped]:
+    """Remove swe-srl containers of dead runs (or older than ``older_than_h``, or all); return what was removed."""
+
+    reaped = []
+    client = docker_client()
+    for container in client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={OWNER}"}):
+        reason = orphan_reason(container.labels, older_than_h=older_than_h, everything=everything)
+        if reason is None:
+            continue
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            continue
+        reaped.append(Reaped(container.id, container.name, reason))
+    return reaped

@@ -1,0 +1,178 @@
+"""A persistent bash process inside a container, spoken to over a pipe (``docker exec -i CID bash``).
+
+A command is sent as one line: ``__swesrl_run $'<command>' </dev/null 2>&1`` (a function that ``eval``s it, so
+a ``USR1`` trap doing ``return 124`` can abort the rest of a timed-out command) followed by a ``printf`` of a
+sentinel unique to the session and the command (``__SWESRL_<token>_<n>__ <exit code> <oom kills> <cwd>``). The output is read
+incrementally: at most ``limit`` bytes are kept (head + tail, cut in the middle), so megabytes of output cost no
+memory. Caveat of the function: a top-level ``declare``/``typeset`` is local to the command (use ``export`` or plain
+assignments, which persist). Stdin of every command is /dev/null, so ``python``, ``cat``, ``less`` and ``vi`` see EOF instead of waiting.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+
+from swe_srl.infra.sandbox.base import TRUNCATION_MARKER
+
+WINDOW = 8192
+"""Bytes kept beyond the tail half so a sentinel line (with a long cwd) is always found whole."""
+
+# Shell functions defined in every session/control shell. Builtins only: they must work when the pids limit is hit.
+PRELUDE = r"""
+__swesrl_oom() { __swesrl_o=0; local k v f; for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do [ -r "$f" ] || continue; while read -r k v; do [ "$k" = oom_kill ] && __swesrl_o=$v; done < "$f"; break; done; }
+for __swesrl_e in vi vim view nano emacs pico joe mcedit; do eval "$__swesrl_e() { echo \"swe-srl: '$__swesrl_e' is a full-screen editor and cannot run without a terminal; edit files with sed, a heredoc, python or str_replace_editor\" >&2; return 1; }"; done
+trap 'return 124' USR1
+__swesrl_run() { eval "$1"; }
+__swesrl_kill() { local keep=" 1 $$ $* " d p i n; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep" in *" $p "*) ;; *) kill -9 "$p" 2>/dev/null && n=$((n+1));; esac; done; [ $n = 0 ] && break; done; }
+"""
+
+_ESCAPES = {ord("\\"): "\\\\", ord("'"): "\\'", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+_ESCAPES.update({c: f"\\x{c:02x}" for c in [*range(32), 127] if c not in _ESCAPES})
+
+
+def ansi_c_quote(text: str) -> str:
+    """``text`` as a bash ``$'...'`` word: one line, no interpretation of its content (pure function)."""
+    return "$'" + text.translate(_ESCAPES) + "'"
+
+
+class ShellExpired(Exception):
+    """The deadline passed before the sentinel arrived (internal)."""
+
+
+class ShellEOF(Exception):
+    """The shell process ended (``exit``, killed, container gone) (internal)."""
+
+
+@dataclass
+class Reply:
+    """What one framed command produced."""
+
+    data: bytes
+    """Output (head + marker + tail when over the limit), still bytes."""
+    exit_code: int
+    oom_kills: int
+    cwd: str
+    truncated: bool
+
+
+class Capture:
+    """Incremental output of one command: keeps the first ``limit/2`` bytes and a bounded tail."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.limit = limit
+        self.buf = bytearray()
+        self.head: bytes | None = None
+        self.dropped = 0
+        self.scanned = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.buf += chunk
+        if self.head is None and len(self.buf) > self.limit + WINDOW:
+            self.head = bytes(self.buf[: self.half])
+            del self.buf[: self.half]
+            self.scanned = max(0, self.scanned - self.half)
+        if self.head is not None and len(self.buf) > 2 * (self.half + WINDOW):
+            cut = len(self.buf) - (self.half + WINDOW)
+            del self.buf[:cut]
+            self.dropped += cut
+            self.scanned = max(0, self.scanned - cut)
+
+    def find(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
+        start = max(0, self.scanned - WINDOW)
+        self.scanned = len(self.buf)
+        return pattern.search(self.buf, start)
+
+    def result(self, end: int) -> tuple[bytes, bool]:
+        """The output before offset ``end`` of the buffer, cut in the middle when over the limit."""
+        body = bytes(self.buf[:end])
+        if self.head is None:
+            if len(body) <= self.limit:
+                return body, False
+            head, body, dropped = body[: self.half], body[self.half :], 0
+        else:
+            head, dropped = self.head, self.dropped
+        total = len(head) + dropped + len(body)
+        marker = TRUNCATION_MARKER.format(dropped=total - len(head) - min(len(body), self.half)).encode()
+        return head + marker + body[-self.half :], True
+
+
+class Shell:
+    """One ``bash --noprofile --norc`` in a container, fed over stdin; stderr of the shell itself is discarded."""
+
+    def __init__(self, container_id: str, workdir: str) -> None:
+        cmd = ["docker", "exec", "-i", "-w", workdir, container_id, "bash", "--noprofile", "--norc"]
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
+        )
+        self.fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        self.pending = b""
+        self.token = uuid.uuid4().hex[:12]
+        self.count = 0
+        self.pid: int | None = None
+        """The shell's pid inside the container (set by the owner after the first command)."""
+
+    def send(self, text: str) -> None:
+        try:
+            self.proc.stdin.write(text.encode("utf-8", errors="replace"))  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError):
+            raise ShellEOF from None
+
+    def read(self, deadline: float) -> bytes:
+        """The next chunk of output; ``ShellExpired`` at ``deadline`` (monotonic), ``ShellEOF`` at end."""
+        if self.pending:
+            chunk, self.pending = self.pending, b""
+            return chunk
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ShellExpired
+        ready, _, _ = select.select([self.fd], [], [], remaining)
+        if not ready:
+            raise ShellExpired
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            raise ShellEOF
+        return chunk
+
+    def command(self, text: str, limit: int, deadline: float, capture: Capture | None = None) -> Reply:
+        """Run ``text`` framed by a fresh sentinel and read its reply (``capture`` lets a caller resume after a kill)."""
+        self.count += 1
+        marker = f"__SWESRL_{self.token}_{self.count}__"
+        line = (
+            f"__swesrl_run {ansi_c_quote(text)} < /dev/null 2>&1; __swesrl_rc=$?; __swesrl_o=0; "
+            f"[ $__swesrl_rc -ge 128 ] && __swesrl_oom; "
+            f'printf \'\\n%s %s %s %s\\n\' {marker} "$__swesrl_rc" "$__swesrl_o" "$PWD"\n'
+        )
+        self.send(line)
+        return self.wait(marker, capture or Capture(limit), deadline)
+
+    def wait(self, marker: str, capture: Capture, deadline: float) -> Reply:
+        pattern = re.compile(re.escape(f"\n{marker} ".encode()) + rb"(-?\d+) (\d+) ([^\n]*)\n")
+        self.last = (marker, capture)
+        while True:
+            capture.add(self.read(deadline))
+            match = capture.find(pattern)
+            if match:
+                self.pending = bytes(capture.buf[match.end() :])
+                data, truncated = capture.result(match.start())
+                cwd = match.group(3).decode("utf-8", errors="replace")
+                return Reply(data, int(match.group(1)), int(match.group(2)), cwd, truncated)
+
+    def resume(self, deadline: float) -> Reply:
+        """Keep waiting for the reply of the last command (after its processes were killed)."""
+        marker, capture = self.last
+        return self.wait(marker, capture, deadline)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        self.proc.wait()

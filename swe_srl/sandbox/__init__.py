@@ -1,5 +1,0 @@
-"""Where commands run. ``base`` is the protocol; ``docker`` the container backend; ``pool`` parallel sandboxes."""
-
-from swe_srl.sandbox.base import ExecResult, Limits, Sandbox, SandboxSpec
-
-__all__ = ["ExecResult", "Limits", "Sandbox", "SandboxSpec"]

@@ -1,0 +1,69 @@
+"""The policy a training stage starts from and the TRL arguments it trains with (shared by SRL and RLVR)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from swe_srl.core.actions import THINK_OPEN
+from swe_srl.errors import TrainingError
+from swe_srl.train.config import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS, TrainConfig
+from swe_srl.train.tiny import make_tiny_policy, sample_texts
+
+
+def think_prefix(tokenizer) -> str:
+    """``<think>`` when the chat template's generation prompt already opens the think block, else ''."""
+    messages = [{"role": "user", "content": "x"}]
+    try:
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    except (ValueError, TypeError, AttributeError):
+        return ""
+    return THINK_OPEN if str(text).rstrip().endswith(THINK_OPEN) else ""
+
+
+def grpo_args(config: TrainConfig, tiny: bool, defaults: dict[str, Any] | None = None):
+    """GRPOConfig = method defaults (tiny or real, or ``defaults``) + the run's ``trl`` options + paths, logging."""
+    import torch
+    from trl import GRPOConfig
+
+    cuda = torch.cuda.is_available()
+    base = defaults if defaults is not None else (TINY_TRL_DEFAULTS if tiny else REAL_TRL_DEFAULTS)
+    options = {**base, **config.trl}
+    if not cuda:
+        options.update(bf16=False, use_cpu=True)
+        if "gradient_checkpointing" not in config.trl:
+            options["gradient_checkpointing"] = False
+    elif options.get("bf16"):
+        options.setdefault("model_init_kwargs", {"dtype": "bfloat16"})
+    options.setdefault("seed", config.seed)
+    return GRPOConfig(output_dir=str(config.output_dir), report_to="none", disable_tqdm=True, **options)
+
+
+def peft_config(config: TrainConfig):
+    """The LoRA config for ``--lora`` (None without it)."""
+    if not config.lora.enabled:
+        return None
+    from peft import LoraConfig
+
+    lora = config.lora
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
+
+
+def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bool]:
+    """(model path or id, is_tiny): --init, else --model, else the tiny model saved under the output dir."""
+    if config.init:
+        if not Path(config.init).exists():
+            raise TrainingError(f"--init checkpoint {config.init} does not exist")
+        return config.init, config.model is None
+    if config.model:
+        return config.model, False
+    path = make_tiny_policy(
+        sample_texts(train_rows), config.output_dir / "tiny-model", config.tiny, warmup_rows=train_rows
+    )
+    return str(path), True

@@ -9,6 +9,7 @@ user message holding its observation. The policy answers with ``<think>…</thin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 SYSTEM_PROMPT = """\
 You are an autonomous software engineer fixing an issue in a Python repository checked out at /testbed.
@@ -80,14 +81,12 @@ def build_messages(
     oracle_files: Mapping[str, str] | None = None,
     observation_chars: int = 2000,
     token_budget: int | None = None,
-    count_tokens: Callable[[str], int] | None = None,
+    count_tokens: Callable[[str], int] | TokenCounter | None = None,
 ) -> list[dict[str, str]]:
     """Chat messages for the next step, given the problem and the ``(action, observation)`` pairs so far.
 
-    With ``token_budget``, the oldest observations are replaced by ``[observation elided]`` until the summed
-    token count of the message contents fits (chat-template overhead is not counted). The system prompt, the
-    problem, every action and the last observation are never elided, so the result may still exceed the
-    budget; callers check with :func:`messages_tokens`.
+    With ``token_budget`` the conversation goes through :func:`fit_messages` (the one fitter of training,
+    decomposition and evaluation), counting with ``count_tokens`` (a :class:`TokenCounter` or a plain counter).
     """
     messages = [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -97,28 +96,139 @@ def build_messages(
         messages.append({"role": "assistant", "content": format_action(action)})
         messages.append({"role": "user", "content": format_observation(observation, observation_chars)})
     if token_budget is not None:
-        elide_to_budget(messages, token_budget, count_tokens or approx_tokens)
+        counter = count_tokens if isinstance(count_tokens, TokenCounter) else TokenCounter(count=count_tokens)
+        messages = fit_messages(messages, token_budget, counter)
     return messages
 
 
-def messages_tokens(messages: Sequence[Mapping[str, str]], count_tokens: Callable[[str], int]) -> int:
-    """Summed token count of the message contents."""
-    return sum(count_tokens(m["content"]) for m in messages)
+class TokenCounter:
+    """Token counts for fitting: message contents (memoized per text) plus the chat template's overhead.
+
+    ``tokenizer`` is a transformers tokenizer (``__call__``/``apply_chat_template``/``decode``) or a ``tokenizers``
+    ``Tokenizer`` (``encode(...).ids``); without one, ``count`` (default :func:`approx_tokens`) counts and the
+    template adds nothing. Prompts of one trajectory share their long messages, so one counter serves them all.
+    """
+
+    def __init__(self, tokenizer: Any = None, *, count: Callable[[str], int] | None = None) -> None:
+        self.tokenizer = tokenizer
+        self._count = count or (approx_tokens if tokenizer is None else None)
+        self._memo: dict[str, list[int] | int] = {}
+        self._roles: dict[str, int] = {}
+        self.generation = 0
+        if tokenizer is not None and hasattr(tokenizer, "apply_chat_template"):
+            self.generation = max(
+                0, self._template([{"role": "user", "content": ""}], True) - self.role("user")
+            )
+
+    def ids(self, text: str) -> list[int]:
+        """Token ids of ``text`` (a tokenizer is required)."""
+        if text not in self._memo or isinstance(self._memo[text], int):
+            if hasattr(self.tokenizer, "apply_chat_template"):
+                ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            else:
+                encoded = self.tokenizer.encode(text, add_special_tokens=False)
+                ids = list(encoded.ids) if hasattr(encoded, "ids") else list(encoded)
+            self._memo[text] = ids
+        return self._memo[text]  # type: ignore[return-value]
+
+    def __call__(self, text: str) -> int:
+        if self._count is not None:
+            if text not in self._memo:
+                self._memo[text] = self._count(text)
+            return self._memo[text]  # type: ignore[return-value]
+        return len(self.ids(text))
+
+    def _template(self, messages: list[dict[str, str]], generation: bool = False) -> int:
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation)
+        return len(self.ids(str(text)))
+
+    def role(self, role: str) -> int:
+        """Tokens the chat template adds around one message of ``role``."""
+        if role not in self._roles:
+            templated = self.tokenizer is not None and hasattr(self.tokenizer, "apply_chat_template")
+            self._roles[role] = self._template([{"role": role, "content": ""}]) if templated else 0
+        return self._roles[role]
+
+    def message(self, message: Mapping[str, str]) -> int:
+        return self(message["content"]) + self.role(message["role"])
+
+    def total(self, messages: Sequence[Mapping[str, str]]) -> int:
+        """The whole prompt: every message with its template overhead, plus the generation prompt."""
+        return sum(self.message(m) for m in messages) + self.generation
+
+    def cut(self, text: str, tokens: int, *, keep: str) -> str:
+        """The first (``keep="head"``) or last (``"tail"``) ``tokens`` tokens of ``text``."""
+        if tokens <= 0:
+            return ""
+        if self._count is not None or not hasattr(self.tokenizer, "decode"):
+            lo, hi = 0, len(text)  # counter only: the longest character slice that fits
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                piece = text[:mid] if keep == "head" else text[len(text) - mid :]
+                lo, hi = (mid, hi) if self(piece) <= tokens else (lo, mid - 1)
+            return text[:lo] if keep == "head" else text[len(text) - lo :]
+        ids = self.ids(text)
+        return self.tokenizer.decode(ids[:tokens] if keep == "head" else ids[-tokens:])
 
 
-def elide_to_budget(messages: list[dict[str, str]], budget: int, count_tokens: Callable[[str], int]) -> None:
-    """Replace the oldest observations (never the last one) by ``[observation elided]`` until the prompt fits."""
-    counts = [count_tokens(m["content"]) for m in messages]
-    total = sum(counts)
-    if total <= budget:
-        return
+def fit_messages(
+    messages: Sequence[Mapping[str, str]], budget: int, counter: TokenCounter
+) -> list[dict[str, str]]:
+    """The one prompt fitter: make ``[system, problem, (action, observation)*]`` fit ``budget`` tokens.
+
+    In order, until the prompt fits (template overhead and generation prompt included):
+    1. the oldest observations become ``[observation elided]`` (never the latest one);
+    2. the oldest steps are dropped (never the latest one), and the problem message says how many;
+    3. the latest observation keeps its tail (down to an eighth of the budget);
+    4. the problem message keeps its head (oracle files are cut before the statement);
+    5. the latest observation is cut further.
+    The system prompt, the problem's head and the latest action are never removed, so a tiny budget may still be
+    exceeded: callers that must fit check :meth:`TokenCounter.total`.
+    """
+    out = [dict(m) for m in messages]
+    if counter.total(out) <= budget:
+        return out
     elided = f"OBSERVATION:\n{OBSERVATION_ELIDED}"
-    elided_cost = count_tokens(elided)
-    # Observations sit at indices 3, 5, ...; the last one (the step just before the target) is kept.
-    for index in range(3, len(messages) - 1, 2):
-        if total <= budget:
-            break
-        if counts[index] > elided_cost:
-            total += elided_cost - counts[index]
-            messages[index] = {"role": "user", "content": elided}
-            counts[index] = elided_cost
+    last = len(out) - 1
+    for index in range(3, last, 2):  # 1. observations sit at 3, 5, ...; the last message is kept
+        if counter.total(out) <= budget:
+            return out
+        if counter(out[index]["content"]) > counter(elided):
+            out[index] = {"role": out[index]["role"], "content": elided}
+    problem = out[1]["content"] if len(out) > 1 else ""
+    dropped = 0
+    while len(out) > 4 and counter.total(out) > budget:  # 2. drop (action, observation) pairs, oldest first
+        del out[2:4]
+        dropped += 1
+        out[1] = {
+            "role": out[1]["role"],
+            "content": problem + f"\n\n[{dropped} earlier steps omitted to fit the context]",
+        }
+    observation = out[-1]["content"] if len(out) > 2 and out[-1]["role"] == "user" else None
+    if observation is not None:  # 3. the latest observation keeps its tail, at least an eighth of the budget
+        floor = min(counter(observation), budget // 8)
+        _cut(out, len(out) - 1, counter.total(out) - budget, counter, keep="tail", floor=floor)
+    _cut(out, 1, counter.total(out) - budget, counter, keep="head")  # 4. the problem keeps its head
+    if observation is not None:
+        _cut(out, len(out) - 1, counter.total(out) - budget, counter, keep="tail")
+    return out
+
+
+CUT_MARK = "[... cut to fit the context ...]"
+
+
+def _cut(
+    out: list[dict[str, str]], index: int, over: int, counter: TokenCounter, *, keep: str, floor: int = 0
+) -> None:
+    """Shorten message ``index`` by ``over`` tokens (not below ``floor``), keeping its head or tail, marked."""
+    if over <= 0 or index < 1:
+        return
+    content = out[index]["content"]
+    header = "OBSERVATION:\n" if keep == "tail" and content.startswith("OBSERVATION:\n") else ""
+    body = content[len(header) :]
+    room = max(counter(body) - over - counter(CUT_MARK) - 2, floor)  # 2: re-tokenizing a cut may merge tokens
+    if room >= counter(body):
+        return
+    kept = counter.cut(body, room, keep=keep)
+    text = f"{header}{CUT_MARK}\n{kept}" if keep == "tail" else f"{kept}\n{CUT_MARK}"
+    out[index] = {"role": out[index]["role"], "content": text}

@@ -18,18 +18,17 @@ still over budget is dropped (``over_budget``). Pure and deterministic: same inp
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
 from swe_srl.core.prompts import (
-    approx_tokens,
+    TokenCounter,
     build_messages,
-    elide_to_budget,
+    fit_messages,
     format_action,
     format_observation,
-    messages_tokens,
 )
 from swe_srl.errors import ConfigError
 from swe_srl.trajectories.schema import Step, Trajectory
@@ -114,16 +113,6 @@ def clean_steps(
     return kept, dropped
 
 
-def token_counter(tokenizer: Any) -> Callable[[str], int]:
-    """``count_tokens`` for any tokenizer with ``encode``: transformers (list of ids) or ``tokenizers`` (Encoding)."""
-
-    def count(text: str) -> int:
-        encoded = tokenizer.encode(text, add_special_tokens=False)
-        return len(encoded.ids) if hasattr(encoded, "ids") else len(encoded)
-
-    return count
-
-
 def load_tokenizer(name_or_path: str) -> Any:
     """A tokenizer by HF name/directory (``transformers.AutoTokenizer``) or a ``tokenizer.json`` file."""
 
@@ -139,17 +128,6 @@ def load_tokenizer(name_or_path: str) -> Any:
         raise ConfigError(
             f"cannot load tokenizer {name_or_path!r} ({exc}); pass a HF name, a directory or a tokenizer.json"
         ) from exc
-
-
-def _memoized(count: Callable[[str], int]) -> Callable[[str], int]:
-    cache: dict[str, int] = {}
-
-    def cached(text: str) -> int:
-        if text not in cache:
-            cache[text] = count(text)
-        return cache[text]
-
-    return cached
 
 
 def decompose(
@@ -187,8 +165,8 @@ def decompose(
         stats.trajectories_used += 1
         files = dict(oracle_files[traj.instance_id]) if oracle_files is not None else {}
         split = splits[traj.instance_id] if splits is not None else "train"
-        count = _memoized(token_counter(tokenizer)) if tokenizer is not None else None
-        for sample in _samples(traj, steps, files, split, observation_chars, max_tokens, count):
+        counter = TokenCounter(tokenizer)  # per trajectory: its prompts share their long messages
+        for sample in _samples(traj, steps, files, split, observation_chars, max_tokens, counter):
             if sample is None:
                 stats.dropped_samples["over_budget"] += 1
             else:
@@ -216,19 +194,18 @@ def _samples(
     split: str,
     observation_chars: int,
     max_tokens: int | None,
-    count: Callable[[str], int] | None,
+    counter: TokenCounter,
 ) -> Iterable[dict[str, Any] | None]:
-    counter = count or approx_tokens
     traj_hash = traj.content_hash()
     # Same messages as prompts.build_messages, built incrementally so samples share the formatted strings.
     base = build_messages(traj.problem, [], oracle_files=files or None, observation_chars=observation_chars)
     for index, step in enumerate(steps):
         messages = [dict(m) for m in base]
         if max_tokens is not None:
-            elide_to_budget(messages, max_tokens, counter)
+            messages = fit_messages(messages, max_tokens, counter)
         base.append({"role": "assistant", "content": format_action(step.action)})
         base.append({"role": "user", "content": format_observation(step.observation, observation_chars)})
-        if max_tokens is not None and messages_tokens(messages, counter) > max_tokens:
+        if max_tokens is not None and counter.total(messages) > max_tokens:
             yield None
             continue
         yield {

@@ -12,11 +12,13 @@ import pytest
 
 pytest.importorskip("trl")
 
+from swe_srl.core.prompts import SYSTEM_PROMPT, build_messages  # noqa: E402
 from swe_srl.errors import TrainingError  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
-from swe_srl.train.fitting import fit_prompt  # noqa: E402
+from swe_srl.train.fitting import fit_rows  # noqa: E402
 from swe_srl.train.run import build_effect, build_reward, resolve_samples
 from swe_srl.train.samples import build_samples  # noqa: E402
+from swe_srl.train.tiny import build_tokenizer  # noqa: E402
 from swe_srl.trajectories.oracle import oracle_contents  # noqa: E402
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl  # noqa: E402
 
@@ -159,35 +161,19 @@ def test_effect_wiring(task_set):
         build_effect(config, resolve_samples(config))
 
 
-def test_fit_prompt_keeps_the_latest_messages():
-    from swe_srl.train.tiny import build_tokenizer
-
-    tok = build_tokenizer(["hello world " * 50, "cat calc.py", "OBSERVATION:\nok"], 300)
-    messages = [
-        {"role": "system", "content": "S" * 2000},
-        {"role": "user", "content": "problem " * 100},
-        {"role": "assistant", "content": "```bash\ncat calc.py\n```"},
-        {"role": "user", "content": "OBSERVATION:\nok"},
-    ]
-    cases = [
-        # fits: unchanged
-        (10_000, messages),
-        # the two latest whole, the problem cut to its tail, the system prompt dropped
-        (120, None),
-    ]
-    # the latest message alone too long: kept, cut to its tail (no mark), within budget
-    alone = fit_prompt([{"role": "user", "content": "problem " * 100}], 40, tok)
-    assert len(alone) == 1 and alone[0]["content"].endswith("problem ")
-    assert len(tok.apply_chat_template(alone, add_generation_prompt=True, tokenize=False)) > 0
-    ids = tok.apply_chat_template(alone, add_generation_prompt=True, tokenize=True)
-    assert len(ids["input_ids"] if hasattr(ids, "keys") else ids) <= 40
-    for budget, expected in cases:
-        fitted = fit_prompt(messages, budget, tok)
-        if expected is not None:
-            assert fitted == expected
-            continue
-        assert fitted[-2:] == messages[-2:] and len(fitted) == 3
-        assert fitted[0]["role"] == "user" and fitted[0]["content"].startswith("[... earlier context cut")
-        ids = tok.apply_chat_template(fitted, add_generation_prompt=True, tokenize=True)
-        ids = ids["input_ids"] if hasattr(ids, "keys") else ids
-        assert len(ids) <= budget
+def test_fit_rows_keeps_system_problem_and_latest_step_within_the_context():
+    tok = build_tokenizer(["hello world " * 50, "cat calc.py", "OBSERVATION:\nok", SYSTEM_PROMPT], 300)
+    history = [(f"cat f{i}.py", "line\n" * 80) for i in range(6)]
+    messages = build_messages("problem " * 100, history)
+    row = {"prompt": messages, "expert_action": "ls"}
+    assert fit_rows([row], 100_000, tok)[0]["prompt"] == messages  # fits: unchanged
+    budget = 900
+    fitted = fit_rows([row], budget, tok)[0]["prompt"]
+    ids = tok.apply_chat_template(fitted, add_generation_prompt=True, tokenize=True)
+    ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+    assert len(ids) <= budget  # the real template's count, not an estimate
+    assert fitted[0] == messages[0]  # the system prompt whole
+    assert fitted[1]["content"].startswith("<problem_statement>\nproblem problem")  # the problem's head
+    assert fitted[-2] == messages[-2]  # the latest action whole
+    assert fitted[-1]["content"].startswith("OBSERVATION:") and fitted[-1]["content"].endswith("line")
+    assert len(fitted) < len(messages)  # older steps went first

@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from swe_srl.core.prompts import OBSERVATION_ELIDED, SYSTEM_PROMPT, build_messages, truncate_observation
-from swe_srl.trajectories.decompose import clean_steps, decompose, token_counter
+from swe_srl.core.prompts import (
+    OBSERVATION_ELIDED,
+    SYSTEM_PROMPT,
+    TokenCounter,
+    build_messages,
+    truncate_observation,
+)
+from swe_srl.trajectories.decompose import clean_steps, decompose
 from swe_srl.trajectories.schema import Step, Trajectory
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trajectories"
@@ -97,26 +103,33 @@ def _word_tokenizer():
 
 def test_token_budget_elides_oldest_observations_first() -> None:
     tokenizer = _word_tokenizer()
-    count = token_counter(tokenizer)
+    count = TokenCounter(tokenizer)
     big = " ".join(["word"] * 100)
     t = traj("ls", "cat a", "cat b", "submit", obs=big)
-    full = sum(count(m["content"]) for m in decompose([t])[0][-1]["prompt"])
+    full = count.total(decompose([t])[0][-1]["prompt"])
     samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=full - 150)
     prompt = samples[-1]["prompt"]
     observations = [m["content"] for m in prompt[3::2]]
     assert observations[0] == observations[1] == f"OBSERVATION:\n{OBSERVATION_ELIDED}"  # oldest two elided
     assert observations[2].endswith("word word 2")  # the last step is never elided
-    assert sum(count(m["content"]) for m in prompt) <= full - 150
+    assert count.total(prompt) <= full - 150
     assert "Fix add." in prompt[1]["content"]
-    # a budget below system + problem + last step cannot be met: the sample is dropped and counted
-    base = sum(count(m["content"]) for m in decompose([t])[0][0]["prompt"])
-    samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=base + 10)
-    assert stats.dropped_samples["over_budget"] == 3 and [s["step"] for s in samples] == [0]
+    # tighter: older steps go, the system prompt, the problem and the latest step stay; nothing is dropped
+    base = count.total(decompose([t])[0][0]["prompt"])
+    samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=base + 100)
+    assert [s["step"] for s in samples] == [0, 1, 2, 3] and not stats.dropped_samples
+    last = samples[-1]["prompt"]
+    assert last[0]["content"] == SYSTEM_PROMPT and "earlier steps omitted" in last[1]["content"]
+    assert last[-2]["content"] == "```bash\ncat b\n```" and count.total(last) <= base + 100
+    # a budget below the system prompt alone cannot be met: every sample is dropped and counted
+    samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=count(SYSTEM_PROMPT) - 1)
+    assert stats.dropped_samples["over_budget"] == 4 and samples == []
 
 
 def test_build_messages_budget_keeps_last_observation_and_truncates() -> None:
     history = [("ls", "a" * 100), ("cat x", "b" * 100)]
-    messages = build_messages("P", history, token_budget=1, count_tokens=len)
+    whole = sum(len(m["content"]) for m in build_messages("P", history))
+    messages = build_messages("P", history, token_budget=whole - 50, count_tokens=len)
     assert messages[3]["content"].endswith(OBSERVATION_ELIDED) and messages[5]["content"].endswith("b" * 100)
     assert build_messages("P", [("ls", "")])[3]["content"] == "OBSERVATION:\n(no output)"
     cut = truncate_observation("x" * 50 + "y" * 50, 20)

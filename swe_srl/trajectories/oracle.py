@@ -9,6 +9,8 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from unidiff import PatchSet
+
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.repos import repo_source
 
@@ -43,3 +45,52 @@ def oracle_contents(
         files = {path: file_at_commit(repo, instance.base_commit, path) for path in instance.oracle_files}
         contents[instance.instance_id] = {path: text for path, text in files.items() if text is not None}
     return contents
+
+
+def hunk_lines(patch: str) -> dict[str, list[tuple[int, int]]]:
+    """path → the (first, last) 1-based source lines each hunk of ``patch`` changes (context lines excluded)."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for patched in PatchSet(patch):
+        if patched.is_added_file:
+            continue
+        for hunk in patched:
+            changed = [line.source_line_no for line in hunk if line.is_removed]
+            if not changed:  # a pure insertion: the lines around where it goes
+                before = [line.source_line_no for line in hunk if line.is_context and line.source_line_no]
+                anchor = hunk.source_start + max(0, len(before) // 2)
+                changed = [anchor]
+            ranges.setdefault(patched.path, []).append((min(changed), max(changed)))
+    return ranges
+
+
+def window_text(text: str, ranges: Iterable[tuple[int, int]], context: int) -> str:
+    """The lines of ``text`` within ``context`` lines of any range, numbered, gaps marked ``[... lines A-B ...]``."""
+    lines = text.splitlines()
+    keep: set[int] = set()
+    for first, last in ranges:
+        keep.update(range(max(1, first - context), min(len(lines), last + context) + 1))
+    out, gap_start = [], None
+    width = len(str(len(lines)))
+    for number in range(1, len(lines) + 1):
+        if number in keep:
+            if gap_start is not None:
+                out.append(f"[... lines {gap_start}-{number - 1} omitted ...]")
+                gap_start = None
+            out.append(f"{number:>{width}}| {lines[number - 1]}")
+        elif gap_start is None:
+            gap_start = number
+    if gap_start is not None:
+        out.append(f"[... lines {gap_start}-{len(lines)} omitted ...]")
+    return "\n".join(out)
+
+
+def oracle_windows(instance: Instance, contents: dict[str, str], context: int) -> dict[str, str]:
+    """``contents`` (whole oracle files) cut to ``context`` lines around the gold patch's hunks, numbered.
+
+    Windows point at the fix location, so they reveal more than whole files: reports name the setting.
+    """
+    ranges = hunk_lines(instance.patch)
+    return {
+        path: window_text(text, ranges[path], context) if path in ranges else text
+        for path, text in contents.items()
+    }

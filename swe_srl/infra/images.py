@@ -249,12 +249,24 @@ class InstanceRecipe:
 
 
 def _harness_files() -> dict[str, bytes]:
+    """The ``harness/`` tools (name → bytes) that instance images get in ``/usr/local/bin``.
+
+    Every plain file counts, executable bit or not: a wheel keeps no mode for ``swe_agent_tools.py`` (setuptools
+    builds it as a module) and the image makes them executable anyway. Raises ``ImageBuildError`` when none is found,
+    rather than building images without tools.
+    """
     harness = paths.resource_dir("harness")
-    if not harness.is_dir():
-        return {}
-    return {
-        p.name: p.read_bytes() for p in sorted(harness.iterdir()) if p.is_file() and os.access(p, os.X_OK)
+    files = {
+        p.name: p.read_bytes()
+        for p in (sorted(harness.iterdir()) if harness.is_dir() else [])
+        if p.is_file() and not p.name.startswith(".")
     }
+    if not files:
+        raise ImageBuildError(
+            f"no harness tools in {harness}: a swe-srl wheel carries them as swe_srl/_resources/harness, a checkout "
+            "as harness/; reinstall swe-srl"
+        )
+    return files
 
 
 def instance_image_tag(recipe: InstanceRecipe) -> str:

@@ -5,14 +5,14 @@ Loaders (HF dataset id, JSONL/parquet file, bundled suite name) live below the s
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unidiff import PatchSet
-
 from swe_srl import paths
+from swe_srl.core.patches import file_diffs
 from swe_srl.errors import TaskError
 
 REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement")
@@ -31,6 +31,27 @@ def _test_list(value: Any, field_name: str, where: str) -> list[str]:
             f"{where}: field {field_name!r} must be a list of test ids, got {type(value).__name__}"
         )
     return list(value)
+
+
+SPLITS = ("train", "dev", "test")
+HELD_OUT = 0.1
+"""Share of instances the split rule holds out as ``test`` when their records name no split."""
+
+
+def split_of(instance_id: str, split: object = None, *, held_out: float = HELD_OUT) -> str:
+    """The one split rule, used by task loading, decomposition, training and RLVR.
+
+    An explicit ``split`` (``train``, ``dev`` or ``test``, e.g. the bundled suite's) wins. Otherwise the instance
+    is ``test`` when the first 8 bytes of ``sha256(instance_id)`` read as a fraction of 2**64 fall below
+    ``held_out``, else ``train``: deterministic, independent of seeds and of the other instances, and every
+    step of one instance lands on the same side.
+    """
+    if split in SPLITS:
+        return str(split)
+    if split not in (None, ""):
+        raise TaskError(f"{instance_id}: split {split!r} is not one of {', '.join(SPLITS)}")
+    digest = hashlib.sha256(instance_id.encode()).digest()
+    return "test" if int.from_bytes(digest[:8], "big") / 2**64 < held_out else "train"
 
 
 @dataclass
@@ -83,20 +104,15 @@ class Instance:
 
     @property
     def split(self) -> str:
-        """``extra["split"]`` (bundled/synthesized suites); a record without one is a test instance."""
-        return str(self.extra.get("split", "test"))
+        """This instance's split by :func:`split_of` (the record's own ``split`` field wins)."""
+        return split_of(self.instance_id, self.extra.get("split"))
 
     @property
     def oracle_files(self) -> list[str]:
         """Paths of the files the gold patch modifies (source files only; added/removed files included)."""
 
-        paths = []
-        for patched in PatchSet(self.patch):
-            path = patched.target_file if patched.is_added_file else patched.source_file
-            path = path.removeprefix("a/").removeprefix("b/")
-            if path not in paths and path != "/dev/null":
-                paths.append(path)
-        return paths
+        sides = (f.target if f.added else f.source for f in file_diffs(self.patch))
+        return list(dict.fromkeys(path for path in sides if path))
 
 
 # --------------------------------------------------------------------------------------------------- loaders

@@ -27,6 +27,9 @@ def train(
     lora: bool = typer.Option(False, "--lora", help="Train LoRA adapters (peft)."),
     stage: str | None = typer.Option(None, "--stage", help="srl or rlvr."),
     init: str | None = typer.Option(None, "--init", help="Checkpoint to start from (rlvr: the SRL model)."),
+    allow_eval_instances: bool = typer.Option(
+        False, "--allow-eval-instances", help="Train on SWE-bench Verified/Lite/test instances anyway."
+    ),
 ) -> None:
     """Train a policy with SRL on expert step samples (TRL GRPO + dynamic sampling)."""
 
@@ -49,6 +52,7 @@ def train(
         resume=resume or None,
         stage=stage,
         init=init,
+        allow_eval_instances=allow_eval_instances or None,
     )
     console = Console()
     summary = run_training(cfg, console=console)

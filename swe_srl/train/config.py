@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from swe_srl.benchmark.instances import HELD_OUT
 from swe_srl.errors import ConfigError
 
 
@@ -128,11 +129,15 @@ class TrainConfig(_Strict):
         "(None = whole prompts). The tiny model uses tiny.max_prompt_tokens.",
     )
     test_fraction: float = Field(
-        0.1, ge=0.0, lt=1.0, description="Held-out share when samples carry no split."
+        HELD_OUT, ge=0.0, lt=1.0, description="Held-out share when samples carry no split (the split rule)."
     )
     seed: int = Field(0, description="Data split / sampling seed.")
     output: str = Field("runs/srl", description="Output directory (checkpoints, metrics, plot, summary).")
     resume: bool = Field(False, description="Resume from the last checkpoint in the output directory.")
+    allow_eval_instances: bool = Field(
+        False,
+        description="Train on SWE-bench evaluation instances (Verified/Lite/test) anyway: refused by default.",
+    )
     trl: dict[str, Any] = Field(default_factory=dict, description="GRPOConfig options, passed through.")
 
     @property

@@ -6,11 +6,12 @@ keyword arguments, as TRL does for every dataset column.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from swe_srl.benchmark.eval_sets import eval_instances
+from swe_srl.benchmark.instances import HELD_OUT, split_of
 from swe_srl.errors import TrainingError
 
 REQUIRED = ("prompt", "expert_action")
@@ -74,28 +75,32 @@ def _normalize(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _held_out(instance_id: str, fraction: float, seed: int) -> bool:
-    digest = hashlib.sha256(f"{seed}:{instance_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
-
-
 def split_rows(
-    rows: list[dict[str, Any]], test_fraction: float = 0.1, seed: int = 0
+    rows: list[dict[str, Any]], test_fraction: float = HELD_OUT
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Train/test split: the samples' own ``split`` field when present, else by a hash of the instance id
-    (all steps of one instance land on the same side)."""
+    """(train, test) rows by the one split rule (:func:`benchmark.instances.split_of`): a sample's own ``split``
+    wins, else a hash of its instance id holds out ``test_fraction``. ``dev`` samples are in neither: they serve
+    only for choosing defaults."""
     normalized = [_normalize(r) for r in rows]
     train, test = [], []
     for row in normalized:
-        split = row.get("split")
-        if split not in ("train", "test"):
-            key = row["instance_id"] or row["trajectory_hash"] or json.dumps(row["prompt"][:2])
-            split = "test" if _held_out(key, test_fraction, seed) else "train"
-        row["split"] = split
-        (test if split == "test" else train).append(row)
+        key = row["instance_id"] or row["trajectory_hash"] or json.dumps(row["prompt"][:2])
+        row["split"] = split_of(key, row.get("split"), held_out=test_fraction)
+        {"train": train, "test": test}.get(row["split"], []).append(row)
     if not train:
-        raise TrainingError(f"no training samples: all {len(rows)} samples are in the test split")
+        raise TrainingError(f"no training samples: none of the {len(rows)} samples is in the train split")
     return train, test
+
+
+def guard_eval_instances(instance_ids: list[str], allow: bool, what: str) -> None:
+    """Refuse to train on SWE-bench evaluation instances unless ``allow`` (``--allow-eval-instances``)."""
+    found = eval_instances(instance_ids)
+    if found and not allow:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        raise TrainingError(
+            f"{what} include {len(found)} SWE-bench evaluation instance(s) (Verified/Lite/test: {shown}); "
+            "those are for evaluation only. Pass --allow-eval-instances to train on them anyway"
+        )
 
 
 def to_dataset(rows: list[dict[str, Any]]):
@@ -105,7 +110,7 @@ def to_dataset(rows: list[dict[str, Any]]):
     return Dataset.from_list(rows)
 
 
-def load_datasets(path: Path, test_fraction: float = 0.1, seed: int = 0):
+def load_datasets(path: Path, test_fraction: float = HELD_OUT):
     """``(train Dataset, test rows)`` from a samples JSONL file."""
-    train, test = split_rows(read_samples(path), test_fraction, seed)
+    train, test = split_rows(read_samples(path), test_fraction)
     return to_dataset(train), test

@@ -19,7 +19,7 @@ from swe_srl.infra.sandbox.base import Limits
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.callbacks import MetricsCallback, RichProgressCallback, read_metrics
 from swe_srl.train.config import REAL_TRL_DEFAULTS, TrainConfig
-from swe_srl.train.data import to_dataset
+from swe_srl.train.data import guard_eval_instances, to_dataset
 from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
 from swe_srl.train.rlvr import EnvEpisodeRunner, make_rollout_func, outcome_reward, prompt_key
 from swe_srl.train.trainer import SRLGRPOTrainer
@@ -51,10 +51,12 @@ def rlvr_instances(config: TrainConfig) -> list:
     """The first ``rlvr.instances`` train-split instances of ``--tasks`` (default: the bundled suite)."""
 
     instances = load_instances(config.tasks or "bundled")
-    train = [i for i in instances if i.extra.get("split", "train") == "train"] or instances
+    train = [i for i in instances if i.split == "train"]
     if not train:
-        raise TrainingError(f"task set {config.tasks or 'bundled'} holds no instances for RLVR episodes")
-    return train[: config.rlvr.instances]
+        raise TrainingError(f"--tasks {config.tasks or 'bundled'}: no instance is in the train split")
+    chosen = train[: config.rlvr.instances]
+    guard_eval_instances([i.instance_id for i in chosen], config.allow_eval_instances, "RLVR episodes")
+    return chosen
 
 
 def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:

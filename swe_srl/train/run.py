@@ -15,7 +15,7 @@ from swe_srl.rewards import SRLReward
 from swe_srl.rewards.effect_sandbox import SandboxEffect
 from swe_srl.train.callbacks import HeldOutEvalCallback, MetricsCallback, RichProgressCallback, read_metrics
 from swe_srl.train.config import TrainConfig
-from swe_srl.train.data import read_samples, split_rows, to_dataset
+from swe_srl.train.data import guard_eval_instances, read_samples, split_rows, to_dataset
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
 from swe_srl.train.rlvr_run import run_rlvr
@@ -176,7 +176,10 @@ def run_training(config: TrainConfig, *, reward_func=None, console=None) -> dict
         (out / "metrics.jsonl").unlink(missing_ok=True)
         shutil.rmtree(out / "tiny-model", ignore_errors=True)
     sample_set = resolve_samples(config)
-    train_rows, test_rows = split_rows(read_samples(sample_set.path), config.test_fraction, config.seed)
+    train_rows, test_rows = split_rows(read_samples(sample_set.path), config.test_fraction)
+    guard_eval_instances(
+        [r["instance_id"] for r in train_rows], config.allow_eval_instances, "training samples"
+    )
     effect = build_effect(config, sample_set) if reward_func is None else None
     trainer, evaluator = build_trainer(config, train_rows, test_rows, reward_func, console, effect)
     trainer.train(resume_from_checkpoint=checkpoint)

@@ -67,8 +67,8 @@ def samples_key(sources: Sequence[str], instances: Sequence[Instance] | None, or
 
 
 def _splits(instances: Sequence[Instance]) -> dict[str, str]:
-    """instance_id → its split ("" when the task set has none: the trainer then holds out by instance hash)."""
-    return {i.instance_id: str(i.extra.get("split") or "") for i in instances}
+    """instance_id → its split by the one split rule (``Instance.split``)."""
+    return {i.instance_id: i.split for i in instances}
 
 
 def build_samples(
@@ -98,8 +98,6 @@ def build_samples(
         oracle = oracle_contents(wanted, repos_dir) if oracle_files else None
         splits = _splits(wanted) if instances is not None else None
         samples, _ = decompose(trajs, oracle_files=oracle, splits=splits)
-        for sample in samples:
-            sample["split"] = sample["split"] or None
         if not samples:
             raise TrainingError(f"decomposing {len(trajs)} trajectories gave no samples")
         atomic_write_text(path, "".join(json.dumps(s) + "\n" for s in samples))

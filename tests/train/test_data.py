@@ -27,7 +27,7 @@ def test_dataset_columns_and_split(samples_file: Path):
 
 def test_split_by_instance_hash_when_no_split_field():
     rows = [{**r, "split": None} for r in make_samples(n_instances=40)]
-    train, test = split_rows(rows, test_fraction=0.25, seed=1)
+    train, test = split_rows(rows, test_fraction=0.25)
     assert test and train
     assert not {r["instance_id"] for r in train} & {
         r["instance_id"] for r in test

@@ -34,7 +34,7 @@ from swe_srl.grading.runner import grade
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.base import ExecResult, Limits, SandboxSpec
 from swe_srl.infra.sandbox.docker import DockerSandbox
-from swe_srl.rewards import score_output
+from swe_srl.rewards import EFFECT_MODES, score_output
 from swe_srl.rewards.effect_sandbox import SandboxEffect
 from swe_srl.trajectories.expert_state import expert_states, restore
 
@@ -117,8 +117,8 @@ class SWEEnv(gymnasium.Env[str, str]):
     ) -> None:
         if reward_mode not in REWARD_MODES:
             raise ConfigError(f"reward_mode={reward_mode!r}: choose one of {', '.join(REWARD_MODES)}")
-        if effect_mode not in ("off", "cached", "full"):
-            raise ConfigError(f"effect_mode={effect_mode!r}: choose one of off, cached, full")
+        if effect_mode not in EFFECT_MODES:
+            raise ConfigError(f"effect_mode={effect_mode!r}: choose one of {', '.join(EFFECT_MODES)}")
         self.dataset = dataset
         self.reward_mode = reward_mode
         self.limits = Limits(**limits) if isinstance(limits, Mapping) else (limits or Limits())

@@ -11,24 +11,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance, load_instances
 from swe_srl.core.actions import is_submit
+from swe_srl.core.patches import file_diffs
 from swe_srl.errors import ConfigError
 from swe_srl.grading.runner import run_tests
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.rewards.context import StepContext
+from swe_srl.rewards.effect import EFFECT_MODES
 from swe_srl.rewards.syntax import check_python_files
 from swe_srl.trajectories.decompose import clean_steps
 from swe_srl.trajectories.expert_state import ExpertState, expert_states, open_sandbox, restore, tree_hash
 from swe_srl.trajectories.schema import Trajectory
-
-MODES = ("off", "cached", "full")
-_FILE_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -44,12 +42,8 @@ class EffectResult:
 
 
 def diff_sections(diff: str) -> dict[str, str]:
-    """Per-file sections of a ``git diff`` keyed by the new path."""
-    matches = list(_FILE_HEADER.finditer(diff))
-    if not matches:
-        return {}
-    ends = [m.start() for m in matches[1:]] + [len(diff)]
-    return {m.group(2): diff[m.start() : end] for m, end in zip(matches, ends, strict=True)}
+    """Per-file sections of a ``git diff`` keyed by the new path (the old one for a removed file)."""
+    return {f.path: f.text for f in file_diffs(diff)}
 
 
 def changed_python_files(before: str, after: str) -> list[str]:
@@ -89,8 +83,8 @@ class SandboxEffect:
         repos_dir: Path | None = None,
         root: Path | None = None,
     ) -> None:
-        if mode not in MODES:
-            raise ConfigError(f"effect mode {mode!r}: choose one of {', '.join(MODES)}")
+        if mode not in EFFECT_MODES:
+            raise ConfigError(f"effect mode {mode!r}: choose one of {', '.join(EFFECT_MODES)}")
         self.mode, self.dataset, self.repos_dir = mode, dataset, repos_dir
         self.root = root or cache_dir("effect")
         self._instances = {i.instance_id: i for i in instances} if instances is not None else None

@@ -89,11 +89,9 @@ class SRLReward:
         return [r.total for r in results]
 
     def _log(self, columns: Mapping[str, Any]) -> None:
-        log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
-        if callable(log_metric) and self.last_components:
-            for key in self.last_components[0]:
-                values = [c.get(key, 0.0) for c in self.last_components]
-                log_metric(f"{self.__name__}/{key}", sum(values) / len(values))
+        """Format errors per completion into TRL's completion table; the components are logged once, by the
+        trainer (``reward_components/<layer>``, from :attr:`last_components`)."""
+        log_extra = columns.get("log_extra")
         if callable(log_extra):
             log_extra(f"{self.__name__}_format_error", [e or "" for e in self.last_format_errors])
 

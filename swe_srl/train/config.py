@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from swe_srl.benchmark.instances import HELD_OUT
 from swe_srl.errors import ConfigError
+from swe_srl.rewards.effect import EffectMode
 
 
 class _Strict(BaseModel):
@@ -109,7 +110,7 @@ class TrainConfig(_Strict):
     tasks: str | None = Field(None, description="Task set (for oracle files and RLVR episodes).")
     oracle_files: bool = Field(False, description="Prompts include the oracle files (paths + contents).")
     reward: Literal["srl", "layered"] = Field("layered", description="Paper similarity, or layered reward.")
-    effect: Literal["off", "cached", "full"] = Field("off", description="Effect layer of the layered reward.")
+    effect: EffectMode = Field("off", description="Effect layer of the layered reward.")
     fuzzy: bool = Field(False, description="Fuzzy normalization in the semantic layer.")
     advantage: Literal["grpo", "rloo"] = Field(
         "grpo", description="Group mean/std, or leave-one-out baseline."

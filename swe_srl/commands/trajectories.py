@@ -70,7 +70,19 @@ def decompose_cmd(
     observation_chars: int = typer.Option(
         2000, "--observation-chars", help="Truncate each observation to N chars."
     ),
-    skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and count bad trajectory records."),
+    skip_bad: bool = typer.Option(
+        False, "--skip-bad", help="Skip (and name) unreadable files, bad lines and bad records instead of stopping."
+    ),
+    merge_similar: float | None = typer.Option(
+        None,
+        "--merge-similar",
+        min=0.0,
+        max=1.0,
+        help="Make no target of a step whose next action is this similar (ratio 0-1); histories keep it. Off.",
+    ),
+    history_thoughts: bool = typer.Option(
+        False, "--history-thoughts", help="Show earlier expert thoughts as <think>…</think> in the history."
+    ),
 ) -> None:
     """Split expert trajectories into SRL step samples (prompt → expert action)."""
     import json
@@ -98,6 +110,8 @@ def decompose_cmd(
         tokenizer=load_tokenizer(tokenizer) if tokenizer else None,
         max_tokens=max_tokens,
         observation_chars=observation_chars,
+        merge_similar=merge_similar,
+        history_thoughts=history_thoughts,
     )
     atomic_write_text(output, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
     _table("decompose", [("bad records skipped", skipped), *stats.rows()])

@@ -101,9 +101,9 @@ class SandboxEffect:
 
     def add_trajectory(self, traj: Trajectory) -> None:
         """Register ``traj`` under its content hash, with the steps decomposition keeps (so sample steps match)."""
-        from swe_srl.trajectories.decompose import clean_steps
+        from swe_srl.trajectories.decompose import executed_steps
 
-        steps = clean_steps(traj.steps)[0]
+        steps = executed_steps(traj)
         self._trajectories[traj.content_hash()] = Trajectory(
             traj.instance_id, traj.problem, steps, traj.patch
         )

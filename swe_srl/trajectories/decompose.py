@@ -113,9 +113,9 @@ def target_steps(steps: list[Step], merge_similar: float | None = None) -> tuple
     dropped: Counter[str] = Counter()
     for index, step in enumerate(steps):
         reason = is_non_action(step.action)
-        if reason is None and merge_similar is not None and index + 1 < len(steps):
-            if near_identical(step.action, steps[index + 1].action, merge_similar):
-                reason = "merged"
+        following = steps[index + 1].action if index + 1 < len(steps) else None
+        if reason is None and merge_similar is not None and following is not None:
+            reason = "merged" if near_identical(step.action, following, merge_similar) else None
         if reason:
             dropped[reason] += 1
         else:

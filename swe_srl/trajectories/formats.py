@@ -94,9 +94,14 @@ def swe_agent_action(action: str) -> str:
         not body
     ):  # bash feeds an empty heredoc from /dev/null, which harness/edit refuses (a bare ``edit A:B``)
         return f"edit {match.group(1)}:{match.group(2)} < <(:)"
-    lines = set(body.split("\n"))
-    delimiter = next(d for d in (f"end_of_edit{n or ''}" for n in range(len(lines) + 1)) if d not in lines)
+    delimiter = heredoc_delimiter(body, "end_of_edit")
     return f"edit {match.group(1)}:{match.group(2)} <<'{delimiter}'\n{body}{delimiter}"
+
+
+def heredoc_delimiter(body: str, base: str) -> str:
+    """``base`` (then ``base1``, ``base2``...): the first that is no line of ``body``, so the heredoc ends where meant."""
+    lines = set(body.split("\n"))
+    return next(d for d in (f"{base}{n or ''}" for n in range(len(lines) + 1)) if d not in lines)
 
 
 def tool_action(name: str, args: dict[str, Any]) -> str | None:
@@ -109,8 +114,10 @@ def tool_action(name: str, args: dict[str, Any]) -> str | None:
         return "submit"
     if name == "think":
         return None
-    if name == "execute_ipython_cell":
-        return f"python3 - <<'SWE_SRL_PY'\n{args.get('code', '')}\nSWE_SRL_PY"
+    if name == "execute_ipython_cell":  # one cell, one fresh python3: no kernel state, no %magics or !shell
+        code = str(args.get("code", ""))
+        delimiter = heredoc_delimiter(code, "SWE_SRL_PY")
+        return f"python3 - <<'{delimiter}'\n{code}\n{delimiter}"
     return " ".join([name, *(f"--{k} {shlex.quote(str(v))}" for k, v in args.items())])
 
 

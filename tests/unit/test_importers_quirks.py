@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from swe_srl.trajectories.formats import run_metadata, tool_action
 from swe_srl.trajectories.formats_mini import mini_action, mini_observation
 from swe_srl.trajectories.importers import import_trajectories, import_with_stats
 
@@ -181,3 +182,27 @@ def test_nebius_repo_path_and_metadata() -> None:
     ]
     assert (traj.instance_id, traj.resolved) == ("toy__calc-15", False)
     assert traj.metadata["model"] == "swe-agent-llama-70b" and traj.metadata["exit_status"] == "submitted"
+
+
+def test_ipython_cell_rewrite_and_completion_log_model() -> None:
+    """An OpenHands IPython cell runs as a python3 heredoc whose delimiter is no line of the code."""
+    assert (
+        tool_action("execute_ipython_cell", {"code": "print(1)"})
+        == "python3 - <<'SWE_SRL_PY'\nprint(1)\nSWE_SRL_PY"
+    )
+    tricky = "x = '''\nSWE_SRL_PY\n'''"
+    assert (
+        tool_action("execute_ipython_cell", {"code": tricky})
+        == f"python3 - <<'SWE_SRL_PY1'\n{tricky}\nSWE_SRL_PY1"
+    )
+    record = {
+        "instance_id": "toy__calc-3",
+        "messages": [{"role": "user", "content": PROBLEM}],
+        "response": {
+            "model": "litellm_proxy/claude-3-5-sonnet-20241022",
+            "choices": [{"message": {"role": "assistant"}}],
+        },
+    }
+    assert run_metadata(record) == {"model": "litellm_proxy/claude-3-5-sonnet-20241022"}
+    (smith,) = import_trajectories(str(FIXTURES / "swe_smith.json"))
+    assert smith.metadata["model"] == "synthetic" and smith.metadata["traj_id"].endswith(".r1")

@@ -129,7 +129,8 @@ def clean_observation(text: str) -> tuple[str, int | None]:
     return text, int(code.group(1)) if code else None
 
 
-def _tool_calls(message: dict[str, Any], where: str) -> list[tuple[str, dict[str, Any], str | None]]:
+def tool_calls(message: dict[str, Any], where: str) -> list[tuple[str, dict[str, Any], str | None]]:
+    """(name, arguments, id) of each OpenAI-style tool call of an assistant message."""
     calls = []
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
@@ -183,7 +184,7 @@ def parse_messages(record: dict[str, Any], where: str, source: str) -> Trajector
         if role == "user" and not problem:
             problem = extract_problem(text)
         elif role == "assistant":
-            calls = _tool_calls(message, where)
+            calls = tool_calls(message, where)
             thought = text.strip()
             if not calls and source == "swe-smith":
                 thought, calls = _function_blocks(text)

@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from swe_srl.errors import TrajectoryFormatError
-from swe_srl.trajectories.formats import extract_problem, finish_trajectory, text_of
+from swe_srl.trajectories.formats import extract_problem, finish_trajectory, text_of, tool_calls
 from swe_srl.trajectories.schema import Step, Trajectory
 
 MINI_FENCE = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
@@ -66,16 +66,8 @@ def _commands(message: dict[str, Any], where: str) -> tuple[str, list[tuple[str,
             if isinstance(a, dict)
         ]
     elif message.get("tool_calls"):
-        actions = []
-        for call in message["tool_calls"]:
-            raw = (call.get("function") or {}).get("arguments") or "{}"
-            try:
-                args = json.loads(raw) if isinstance(raw, str) else dict(raw)
-            except (json.JSONDecodeError, TypeError, ValueError) as exc:
-                raise TrajectoryFormatError(
-                    f"{where}: tool call arguments are not a JSON object ({exc})"
-                ) from None
-            actions.append((str(args.get("command", "")), call.get("id")))
+        calls = tool_calls(message, where)
+        actions = [(str(args.get("command", "")), call_id) for _, args, call_id in calls]
     else:
         found = [m.strip() for m in MINI_FENCE.findall(text)]
         actions = [(found[0], None)] if len(found) == 1 else []

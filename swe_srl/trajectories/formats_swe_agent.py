@@ -88,7 +88,7 @@ def parse_swe_agent(record: dict[str, Any], where: str) -> Trajectory:
     """SWE-agent ``.traj``: ``trajectory[{action, observation, thought}]`` (else ``history`` alone), ``info``."""
     history = record.get("history") if isinstance(record.get("history"), list) else []
     problem, steps = _history_steps(history, where)
-    if isinstance(record.get("trajectory"), list):
+    if isinstance(record.get("trajectory"), list) and record["trajectory"]:
         steps = []
         for index, item in enumerate(record["trajectory"]):
             if not isinstance(item, dict) or "action" not in item:

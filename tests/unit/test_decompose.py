@@ -78,6 +78,7 @@ def test_merge_similar_keeps_every_step_in_histories_and_counts() -> None:
     ]
     assert merged[1]["prompt"] == samples[2]["prompt"] and merged[1]["num_steps"] == 3
     assert [s.action for s in executed_steps(t)] == reads  # the effect layer replays every executed step
+    assert all(executed_steps(t)[s["step"]].action == s["expert_action"] for s in merged)  # step k indexes it
 
 
 def test_history_thoughts_option() -> None:

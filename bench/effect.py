@@ -17,7 +17,7 @@ from pathlib import Path
 
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.rewards.effect_sandbox import SandboxEffect
-from swe_srl.trajectories.decompose import clean_steps
+from swe_srl.trajectories.decompose import executed_steps
 from swe_srl.trajectories.schema import read_jsonl
 from swe_srl.trajectories.scripted import default_trajectories
 
@@ -27,7 +27,7 @@ def workload(n_traj: int, n_steps: int) -> list[tuple]:
     instances = {i.instance_id: i for i in load_instances("bundled:train")}
     items = []
     for traj in list(read_jsonl(default_trajectories(split="train")))[:n_traj]:
-        steps = clean_steps(traj.steps)[0]
+        steps = executed_steps(traj)
         for k in range(min(n_steps, len(steps))):
             instance = instances[traj.instance_id]
             edit = f"echo '# effect bench' >> {instance.oracle_files[0]}"

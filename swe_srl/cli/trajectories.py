@@ -45,11 +45,24 @@ def import_cmd(
 
     trajectories, stats = import_with_stats(source, fmt=fmt, skip_bad=skip_bad)
     write_jsonl(output, trajectories)
-    rows = [("records", stats.records), *sorted(stats.imported.items()), ("skipped", len(stats.skipped))]
+    steps = sum(len(t.steps) for t in trajectories)
+    rows = [("records", stats.records), *sorted(stats.imported.items()), ("steps", steps)]
+    rows += [("skipped (bad)", len(stats.skipped)), ("not trajectory files", len(stats.ignored))]
     _table("trajectories import", rows)
     typer.echo(f"wrote {len(trajectories)} trajectories to {output}")
-    for error in stats.skipped[:10]:
+    _name_inputs([stats])
+
+
+def _name_inputs(all_stats: list, shown: int = 10) -> None:
+    """One line per skipped input (where and why); the first ``shown`` files of a directory that are not trajectory
+    files (sidecars, logs, configs), then how many more."""
+    ignored = [path for stats in all_stats for path in stats.ignored]
+    for error in (error for stats in all_stats for error in stats.skipped):
         typer.echo(f"skipped: {error}", err=True)
+    for path in ignored[:shown]:
+        typer.echo(f"not a trajectory file: {path}", err=True)
+    if len(ignored) > shown:
+        typer.echo(f"not a trajectory file: … and {len(ignored) - shown} more", err=True)
 
 
 def decompose_cmd(
@@ -75,7 +88,21 @@ def decompose_cmd(
     observation_chars: int = typer.Option(
         2000, "--observation-chars", help="Truncate each observation to N chars."
     ),
-    skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip and count bad trajectory records."),
+    skip_bad: bool = typer.Option(
+        False,
+        "--skip-bad",
+        help="Skip (and name) unreadable files, bad lines and bad records instead of stopping.",
+    ),
+    merge_similar: float | None = typer.Option(
+        None,
+        "--merge-similar",
+        min=0.0,
+        max=1.0,
+        help="Make no target of a step whose next action is this similar (ratio 0-1); histories keep it. Off.",
+    ),
+    history_thoughts: bool = typer.Option(
+        False, "--history-thoughts", help="Show earlier expert thoughts as <think>…</think> in the history."
+    ),
 ) -> None:
     """Split expert trajectories into SRL step samples (prompt → expert action)."""
 
@@ -84,11 +111,12 @@ def decompose_cmd(
             "--oracle-files needs --tasks (the instances whose gold patches name the files); "
             "real repositories are read from --repos-dir clones or cloned from GitHub"
         )
-    trajs, skipped = [], 0
+    trajs, imports = [], []
     for source in trajectories:
         found, stats = import_with_stats(source, skip_bad=skip_bad)
         trajs += found
-        skipped += len(stats.skipped)
+        imports.append(stats)
+    skipped = sum(len(stats.skipped) for stats in imports)
     wanted = {t.instance_id for t in trajs}
     splits, contents = _task_inputs(tasks, repos_dir, wanted, oracle_files)
     samples, stats = decompose(
@@ -98,10 +126,13 @@ def decompose_cmd(
         tokenizer=load_tokenizer(tokenizer) if tokenizer else None,
         max_tokens=max_tokens,
         observation_chars=observation_chars,
+        merge_similar=merge_similar,
+        history_thoughts=history_thoughts,
     )
     atomic_write_text(output, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
     _table("decompose", [("bad records skipped", skipped), *stats.rows()])
     typer.echo(f"wrote {len(samples)} samples to {output}")
+    _name_inputs(imports)
 
 
 def _task_inputs(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
+
 SYSTEM_PROMPT = """\
 You are an autonomous software engineer fixing an issue in a Python repository checked out at /testbed.
 You work in a bash shell, one command per turn; after each command you see its combined output.
@@ -58,9 +60,11 @@ def format_problem(problem: str, oracle_files: Mapping[str, str] | None = None) 
     return "\n\n".join(parts)
 
 
-def format_action(action: str) -> str:
-    """An earlier action as the assistant said it: inside a ```bash fence."""
-    return f"```bash\n{action.strip()}\n```"
+def format_action(action: str, thought: str = "") -> str:
+    """An earlier action as the assistant said it: inside a ```bash fence, after ``<think>thought</think>`` when
+    a thought is given (``history_thoughts``)."""
+    fence = f"```bash\n{action.strip()}\n```"
+    return f"{THINK_OPEN}\n{thought.strip()}\n{THINK_CLOSE}\n{fence}" if thought.strip() else fence
 
 
 def format_observation(observation: str, max_chars: int) -> str:
@@ -82,8 +86,12 @@ def build_messages(
     observation_chars: int = 2000,
     token_budget: int | None = None,
     count_tokens: Callable[[str], int] | TokenCounter | None = None,
+    thoughts: Sequence[str] | None = None,
 ) -> list[dict[str, str]]:
     """Chat messages for the next step, given the problem and the ``(action, observation)`` pairs so far.
+
+    ``thoughts`` (one per history pair) puts each earlier thought as ``<think>…</think>`` before its action; by
+    default earlier turns hold actions only, as in the SRL paper's step-wise context.
 
     With ``token_budget`` the conversation goes through :func:`fit_messages` (the one fitter of training,
     decomposition and evaluation), counting with ``count_tokens`` (a :class:`TokenCounter` or a plain counter).
@@ -92,8 +100,9 @@ def build_messages(
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": format_problem(problem, oracle_files)},
     ]
-    for action, observation in history:
-        messages.append({"role": "assistant", "content": format_action(action)})
+    for index, (action, observation) in enumerate(history):
+        thought = thoughts[index] if thoughts is not None else ""
+        messages.append({"role": "assistant", "content": format_action(action, thought)})
         messages.append({"role": "user", "content": format_observation(observation, observation_chars)})
     if token_budget is not None:
         counter = count_tokens if isinstance(count_tokens, TokenCounter) else TokenCounter(count=count_tokens)

@@ -24,7 +24,7 @@ from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.effect import EFFECT_MODES
 from swe_srl.rewards.syntax import check_python_files
-from swe_srl.trajectories.decompose import clean_steps
+from swe_srl.trajectories.decompose import executed_steps
 from swe_srl.trajectories.expert_state import ExpertState, expert_states, open_sandbox, restore, tree_hash
 from swe_srl.trajectories.schema import Trajectory
 
@@ -97,8 +97,7 @@ class SandboxEffect:
 
     def add_trajectory(self, traj: Trajectory) -> None:
         """Register ``traj`` under its content hash, with the steps decomposition keeps (so sample steps match)."""
-
-        steps = clean_steps(traj.steps)[0]
+        steps = executed_steps(traj)
         self._trajectories[traj.content_hash()] = Trajectory(
             traj.instance_id, traj.problem, steps, traj.patch
         )

@@ -1,15 +1,18 @@
 """Split expert trajectories into SRL step samples.
 
-Sample k: system instructions + problem (+ oracle files) + expert steps 1..k-1 (actions and truncated
-observations) → target = expert action k (the expert thought is kept for reference).
+Sample k: system instructions + problem (+ oracle files) + expert steps 1..k-1 (actions, truncated observations and,
+with ``history_thoughts``, the expert's earlier thoughts) → target = expert action k (the expert thought is kept
+for reference, never in the target).
 
-Cleaning, in order, before samples are made:
+Every executed step stays: histories (and the effect layer's replay, :func:`executed_steps`) hold every action the
+expert's environment ran, in order. Only the choice of *targets* filters, and every filtered target is counted:
 
-* non-actions are dropped: empty actions (``empty``) and actions made only of ``#`` comments (``comment``);
-* consecutive near-identical actions are merged, keeping the later one (``merged``): SequenceMatcher ratio of the
-  whitespace-normalized texts above ``merge_threshold`` (0.9);
-* ``submit`` is kept as a target: the SRL paper trains on every action step of the expert, and ending the
-  episode is an action the policy must learn.
+* non-actions are not targets: empty actions (``empty``) and actions made only of ``#`` comments (``comment``);
+* with ``merge_similar`` (off by default), a step whose next step is a near-identical action is not a target
+  (``merged``): SequenceMatcher ratio of the whitespace-normalized texts above the ratio; the later one is the
+  target and its history still shows the earlier one;
+* ``submit`` is a target: the SRL paper trains on every action step of the expert, and ending the episode is an
+  action the policy must learn.
 
 With a token budget, the oldest observations are elided first (never the problem or the last step); a sample
 still over budget is dropped (``over_budget``). Pure and deterministic: same input, same output.
@@ -23,40 +26,38 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from swe_srl.core.prompts import (
-    TokenCounter,
-    build_messages,
-    fit_messages,
-    format_action,
-    format_observation,
-)
+from swe_srl.core.prompts import TokenCounter, build_messages, fit_messages, format_action, format_observation
 from swe_srl.errors import ConfigError
 from swe_srl.trajectories.schema import Step, Trajectory
 
 
 @dataclass
 class DecomposeStats:
-    """What decomposition did: counts of inputs, outputs, and of everything dropped, by reason."""
+    """What decomposition did: counts of inputs, outputs, and of everything not made a sample, by reason."""
 
     trajectories: int = 0
     trajectories_used: int = 0
     steps: int = 0
     samples: int = 0
+    merged: int = 0
+    """Steps not made targets by ``merge_similar`` (0 when it is off); they stay in later histories."""
     dropped_steps: Counter[str] = field(default_factory=Counter)
+    """Steps that are not targets (``empty``, ``comment``), by reason; they stay in later histories."""
     dropped_samples: Counter[str] = field(default_factory=Counter)
     dropped_trajectories: Counter[str] = field(default_factory=Counter)
 
     def rows(self) -> list[tuple[str, int]]:
-        """(label, count) rows for a table, in a stable order."""
+        """(label, count) rows for a table, in a stable order; ``merged`` is always shown."""
         rows = [
             ("trajectories", self.trajectories),
             ("trajectories used", self.trajectories_used),
             ("steps", self.steps),
             ("samples", self.samples),
+            ("not a target: merged similar", self.merged),
         ]
         for prefix, counter in (
             ("dropped trajectory", self.dropped_trajectories),
-            ("dropped step", self.dropped_steps),
+            ("not a target", self.dropped_steps),
             ("dropped sample", self.dropped_samples),
         ):
             rows += [(f"{prefix}: {reason}", n) for reason, n in sorted(counter.items())]
@@ -90,27 +91,30 @@ def near_identical(a: str, b: str, threshold: float) -> bool:
     )
 
 
-def clean_steps(
-    steps: Iterable[Step], merge_threshold: float | None = 0.9
-) -> tuple[list[Step], Counter[str]]:
-    """Drop non-actions and merge consecutive near-identical actions (keeping the later); returns the dropped counts."""
-    kept: list[Step] = []
+def executed_steps(traj: Trajectory) -> list[Step]:
+    """Every step the expert's environment executed, in order: what histories show and replay runs.
+
+    Sample ``step`` k indexes this list, so the effect layer restores the state after steps 0..k-1 of it.
+    Importers already keep only executed actions (see :mod:`swe_srl.trajectories.formats`), so nothing is removed.
+    """
+    return list(traj.steps)
+
+
+def target_steps(steps: list[Step], merge_similar: float | None = None) -> tuple[list[int], Counter[str]]:
+    """Indices of the steps that become targets, and the reasons the others do not (``empty``, ``comment``,
+    ``merged``: with ``merge_similar``, a step followed by a near-identical action)."""
+    targets: list[int] = []
     dropped: Counter[str] = Counter()
-    for step in steps:
+    for index, step in enumerate(steps):
         reason = is_non_action(step.action)
+        following = steps[index + 1].action if index + 1 < len(steps) else None
+        if reason is None and merge_similar is not None and following is not None:
+            reason = "merged" if near_identical(step.action, following, merge_similar) else None
         if reason:
             dropped[reason] += 1
-            continue
-        if (
-            kept
-            and merge_threshold is not None
-            and near_identical(kept[-1].action, step.action, merge_threshold)
-        ):
-            dropped["merged"] += 1
-            kept[-1] = step
-            continue
-        kept.append(step)
-    return kept, dropped
+        else:
+            targets.append(index)
+    return targets, dropped
 
 
 def load_tokenizer(name_or_path: str) -> Any:
@@ -138,7 +142,8 @@ def decompose(
     tokenizer: Any = None,
     max_tokens: int | None = None,
     observation_chars: int = 2000,
-    merge_threshold: float | None = 0.9,
+    merge_similar: float | None = None,
+    history_thoughts: bool = False,
 ) -> tuple[list[dict[str, Any]], DecomposeStats]:
     """Trajectories → SRL step samples (records of the cross-team contract) and stats.
 
@@ -146,7 +151,9 @@ def decompose(
     instance is missing from it is dropped (``missing_oracle_files``). ``splits``: instance_id → split (from a task
     set's ``extra["split"]``); when given, a trajectory of an unknown instance is dropped (``unknown_instance``),
     otherwise split is ``train``. ``tokenizer`` (anything with ``encode``) + ``max_tokens`` set the prompt budget;
-    without a tokenizer the budget uses an estimate of 4 characters a token.
+    without a tokenizer the budget uses an estimate of 4 characters a token. ``merge_similar`` (a ratio, off by
+    default) and ``history_thoughts`` (earlier expert thoughts as ``<think>…</think>`` in the history, off by
+    default: the paper's context holds earlier actions, the reasoning is the policy's own) are described above.
     """
     stats = DecomposeStats()
     samples: list[dict[str, Any]] = []
@@ -157,16 +164,19 @@ def decompose(
         if reason:
             stats.dropped_trajectories[reason] += 1
             continue
-        steps, dropped = clean_steps(traj.steps, merge_threshold)
+        steps = executed_steps(traj)
+        targets, dropped = target_steps(steps, merge_similar)
+        stats.merged += dropped.pop("merged", 0)
         stats.dropped_steps.update(dropped)
-        if not steps:
+        if not targets:
             stats.dropped_trajectories["no_actions"] += 1
             continue
         stats.trajectories_used += 1
         files = dict(oracle_files[traj.instance_id]) if oracle_files is not None else {}
         split = splits[traj.instance_id] if splits is not None else "train"
         counter = TokenCounter(tokenizer)  # per trajectory: its prompts share their long messages
-        for sample in _samples(traj, steps, files, split, observation_chars, max_tokens, counter):
+        shape = _Shape(files, split, observation_chars, max_tokens, counter, history_thoughts)
+        for sample in _samples(traj, steps, set(targets), shape):
             if sample is None:
                 stats.dropped_samples["over_budget"] += 1
             else:
@@ -187,27 +197,42 @@ def _trajectory_problem(
     return None
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """How the samples of one trajectory are shaped (the options of :func:`decompose`)."""
+
+    files: Mapping[str, str]
+    split: str
+    observation_chars: int
+    max_tokens: int | None
+    counter: TokenCounter
+    history_thoughts: bool
+
+
 def _samples(
-    traj: Trajectory,
-    steps: list[Step],
-    files: Mapping[str, str],
-    split: str,
-    observation_chars: int,
-    max_tokens: int | None,
-    counter: TokenCounter,
+    traj: Trajectory, steps: list[Step], targets: set[int], shape: _Shape
 ) -> Iterable[dict[str, Any] | None]:
+    counter = shape.counter
     traj_hash = traj.content_hash()
+    files = shape.files
     # Same messages as prompts.build_messages, built incrementally so samples share the formatted strings.
-    base = build_messages(traj.problem, [], oracle_files=files or None, observation_chars=observation_chars)
+    base = build_messages(
+        traj.problem, [], oracle_files=files or None, observation_chars=shape.observation_chars
+    )
     for index, step in enumerate(steps):
-        messages = [dict(m) for m in base]
-        if max_tokens is not None:
-            messages = fit_messages(messages, max_tokens, counter)
-        base.append({"role": "assistant", "content": format_action(step.action)})
-        base.append({"role": "user", "content": format_observation(step.observation, observation_chars)})
-        if max_tokens is not None and counter.total(messages) > max_tokens:
-            yield None
+        messages = [dict(m) for m in base] if index in targets else []
+        thought = step.thought if shape.history_thoughts else ""
+        base.append({"role": "assistant", "content": format_action(step.action, thought)})
+        base.append(
+            {"role": "user", "content": format_observation(step.observation, shape.observation_chars)}
+        )
+        if index not in targets:
             continue
+        if shape.max_tokens is not None:
+            messages = fit_messages(messages, shape.max_tokens, counter)
+            if counter.total(messages) > shape.max_tokens:
+                yield None
+                continue
         yield {
             "prompt": messages,
             "expert_action": step.action.strip(),
@@ -216,6 +241,6 @@ def _samples(
             "step": index,
             "num_steps": len(steps),
             "trajectory_hash": traj_hash,
-            "split": split,
+            "split": shape.split,
             "oracle_files": list(files),
         }

@@ -1,4 +1,8 @@
-"""Parsers for the public trajectory formats: one record (a dict) → one :class:`Trajectory`.
+"""Parsers for the public trajectory formats: one record (a dict) → one :class:`Trajectory`; the shared helpers.
+
+This module: OpenHands / SWE-Gym / SWE-smith chat messages. :mod:`formats_mini` (mini-swe-agent) and
+:mod:`formats_swe_agent` (SWE-agent, nebius) use the helpers here. The import rules are listed in docs/training.md
+("Importing trajectories").
 
 Every tool call of the source becomes exactly one :class:`Step`, so imported action counts equal source tool-call
 counts. Editor tool calls become ``str_replace_editor <command> <path> --flag 'value'`` bash lines (shlex quoting)
@@ -20,6 +24,7 @@ from swe_srl.trajectories.schema import Step, Trajectory
 
 EDITOR_FLAGS = ("view_range", "file_text", "old_str", "new_str", "insert_line")
 _PROBLEM_PATTERNS = (
+    re.compile(r"\APlease solve this issue: (.*?)\n\nYou can execute bash commands", re.DOTALL),  # mini 2.x
     re.compile(r"<pr_description>\s*(.*?)\s*</pr_description>", re.DOTALL),
     re.compile(r"<issue_description>\s*(.*?)\s*</issue_description>", re.DOTALL),
     re.compile(r"<issue>\s*(.*?)\s*</issue>", re.DOTALL),
@@ -29,14 +34,12 @@ _RUN_SUFFIX = re.compile(r"^(.+__.+-\d+)_\d+$")
 _WORKSPACE = re.compile(r"/workspace/[\w.-]+__[\w.-]+__\d[\w.]*")
 _FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)</function>", re.DOTALL)
 _PARAMETER = re.compile(r"<parameter=([\w.-]+)>(.*?)</parameter>", re.DOTALL)
-_FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
+FENCE = re.compile(r"```[ \t]*([\w-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
 _OH_EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")
-_MINI_OUT = re.compile(r"<returncode>(-?\d+)</returncode>\s*(?:<output>\n?(.*?)\n?</output>)?", re.DOTALL)
 _SWEAGENT_PROMPT = re.compile(r"\n*\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*$")
 _SWEAGENT_EDIT = re.compile(
     r"\Aedit[ \t]+(\d+):(\d+)[ \t]*\n(.*?)^end_of_edit[ \t]*\Z", re.DOTALL | re.MULTILINE
 )
-MINI_SUBMIT = ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "echo MINI_SWE_AGENT_FINAL_OUTPUT")
 
 
 def extract_problem(text: str) -> str:
@@ -91,9 +94,14 @@ def swe_agent_action(action: str) -> str:
         not body
     ):  # bash feeds an empty heredoc from /dev/null, which harness/edit refuses (a bare ``edit A:B``)
         return f"edit {match.group(1)}:{match.group(2)} < <(:)"
-    lines = set(body.split("\n"))
-    delimiter = next(d for d in (f"end_of_edit{n or ''}" for n in range(len(lines) + 1)) if d not in lines)
+    delimiter = heredoc_delimiter(body, "end_of_edit")
     return f"edit {match.group(1)}:{match.group(2)} <<'{delimiter}'\n{body}{delimiter}"
+
+
+def heredoc_delimiter(body: str, base: str) -> str:
+    """``base`` (then ``base1``, ``base2``...): the first that is no line of ``body``, so the heredoc ends where meant."""
+    lines = set(body.split("\n"))
+    return next(d for d in (f"{base}{n or ''}" for n in range(len(lines) + 1)) if d not in lines)
 
 
 def tool_action(name: str, args: dict[str, Any]) -> str | None:
@@ -106,23 +114,23 @@ def tool_action(name: str, args: dict[str, Any]) -> str | None:
         return "submit"
     if name == "think":
         return None
-    if name == "execute_ipython_cell":
-        return f"python3 - <<'SWE_SRL_PY'\n{args.get('code', '')}\nSWE_SRL_PY"
+    if name == "execute_ipython_cell":  # one cell, one fresh python3: no kernel state, no %magics or !shell
+        code = str(args.get("code", ""))
+        delimiter = heredoc_delimiter(code, "SWE_SRL_PY")
+        return f"python3 - <<'{delimiter}'\n{code}\n{delimiter}"
     return " ".join([name, *(f"--{k} {shlex.quote(str(v))}" for k, v in args.items())])
 
 
 def clean_observation(text: str) -> tuple[str, int | None]:
     """Strip format wrappers from an observation; parse the exit code where the format records it."""
     text = text.removeprefix("OBSERVATION:\n")
-    mini = _MINI_OUT.match(text.strip())
-    if mini:
-        return (mini.group(2) or "", int(mini.group(1)))
     code = _OH_EXIT.search(text)
     text = _SWEAGENT_PROMPT.sub("", text)
     return text, int(code.group(1)) if code else None
 
 
-def _tool_calls(message: dict[str, Any], where: str) -> list[tuple[str, dict[str, Any], str | None]]:
+def tool_calls(message: dict[str, Any], where: str) -> list[tuple[str, dict[str, Any], str | None]]:
+    """(name, arguments, id) of each OpenAI-style tool call of an assistant message."""
     calls = []
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
@@ -149,23 +157,13 @@ def _function_blocks(text: str) -> tuple[str, list[tuple[str, dict[str, Any], No
     return thought.strip(), calls
 
 
-def _bash_block(text: str) -> tuple[str, list[tuple[str, dict[str, Any], None]]]:
-    blocks = [m for m in _FENCE.finditer(text) if m.group(1) in ("", "bash", "sh", "shell")]
-    if len(blocks) != 1:
-        return text.strip().removeprefix("THOUGHT:").strip(), []
-    command = blocks[0].group(2)
-    if command.strip().startswith(MINI_SUBMIT):
-        return _strip_thought(text, blocks[0]), [("submit", {}, None)]
-    return _strip_thought(text, blocks[0]), [("bash", {"command": command}, None)]
-
-
-def _strip_thought(text: str, block: re.Match[str]) -> str:
+def strip_thought(text: str, block: re.Match[str]) -> str:
     thought = (text[: block.start()] + text[block.end() :]).strip()
     return thought.removeprefix("THOUGHT:").removeprefix("DISCUSSION").strip()
 
 
 def parse_messages(record: dict[str, Any], where: str, source: str) -> Trajectory:
-    """OpenHands / SWE-Gym / SWE-smith / mini-swe-agent: chat messages with actions in tool calls or text."""
+    """OpenHands / SWE-Gym / SWE-smith: chat messages with actions in tool calls or ``<function=…>`` text."""
     messages = record.get("messages")
     if isinstance(messages, str):
         messages = json.loads(messages)
@@ -176,6 +174,9 @@ def parse_messages(record: dict[str, Any], where: str, source: str) -> Trajector
     if isinstance(response, dict) and response.get("choices"):
         messages.append(response["choices"][0].get("message") or {})
     problem, steps, by_id, pending = "", [], {}, []
+    awaiting: list[
+        Step
+    ] = []  # steps of the last assistant message whose observation is the next user message
     for message in messages:
         if not isinstance(message, dict):
             raise TrajectoryFormatError(f"{where}: a message is {type(message).__name__}, expected an object")
@@ -183,13 +184,12 @@ def parse_messages(record: dict[str, Any], where: str, source: str) -> Trajector
         if role == "user" and not problem:
             problem = extract_problem(text)
         elif role == "assistant":
-            calls = _tool_calls(message, where)
+            calls = tool_calls(message, where)
             thought = text.strip()
             if not calls and source == "swe-smith":
                 thought, calls = _function_blocks(text)
-            elif not calls and source == "mini-swe-agent":
-                thought, calls = _bash_block(text)
             pending.append(thought)
+            awaiting = []
             for name, args, call_id in calls:
                 action = tool_action(name, args)
                 if action is None:
@@ -199,57 +199,79 @@ def parse_messages(record: dict[str, Any], where: str, source: str) -> Trajector
                 pending = []
                 if call_id:
                     by_id[call_id] = steps[-1]
-        elif role in ("tool", "user", "function") and steps:
-            step = by_id.get(message.get("tool_call_id")) if role == "tool" else steps[-1]
-            if step is not None and (role == "tool" or (not step.observation and source != "openhands")):
-                step.observation, step.exit_code = clean_observation(text)
-    return _finish(record, where, source, problem, steps)
+                else:
+                    awaiting.append(steps[-1])
+        elif role == "tool" and message.get("tool_call_id") in by_id:
+            step = by_id.pop(message["tool_call_id"])
+            step.observation, step.exit_code = clean_observation(text)
+        elif role in ("user", "function") and awaiting:
+            step = awaiting.pop(0)
+            step.observation, step.exit_code = clean_observation(text)
+    return finish_trajectory(record, where, source, problem, steps)
 
 
-def parse_swe_agent(record: dict[str, Any], where: str) -> Trajectory:
-    """SWE-agent ``.traj``: ``trajectory[{action, observation, thought, response}]``, ``history``, ``info``."""
-    steps = []
-    for index, item in enumerate(record["trajectory"]):
-        if not isinstance(item, dict) or "action" not in item:
-            raise TrajectoryFormatError(f"{where}: trajectory[{index}] has no 'action'")
-        observation, code = clean_observation(str(item.get("observation") or ""))
-        action = swe_agent_action(str(item["action"]).strip())
-        steps.append(
-            Step(thought=str(item.get("thought") or "").strip(), action=action, observation=observation)
-        )
-        steps[-1].exit_code = code
-    problem = ""
-    for message in record.get("history") or []:
-        if isinstance(message, dict) and message.get("role") == "user":
-            problem = extract_problem(text_of(message.get("content")))
-            break
-    return _finish(record, where, "swe-agent", problem, steps)
+def rewrite_paths(steps: list[Step], pattern: re.Pattern[str]) -> None:
+    """Replace ``pattern`` (a repository root of the source) by ``/testbed`` in every step's action, observation
+    and thought."""
+    for step in steps:
+        step.action = pattern.sub("/testbed", step.action)
+        step.observation = pattern.sub("/testbed", step.observation)
+        step.thought = pattern.sub("/testbed", step.thought)
 
 
-def parse_nebius(record: dict[str, Any], where: str) -> Trajectory:
-    """nebius SWE-agent trajectories: ``trajectory[{role, text}]``; ai texts = discussion + one fenced command."""
-    problem, steps, pending = "", [], []
-    for item in record["trajectory"]:
-        role, text = item.get("role"), text_of(item.get("text"))
-        if role == "user" and not problem:
-            problem = extract_problem(text)
-        elif role == "ai":
-            fences = list(_FENCE.finditer(text))
-            if not fences:
-                pending.append(text.strip())
-                continue
-            action = swe_agent_action(fences[-1].group(2).strip())
-            thought = "\n\n".join([*pending, _strip_thought(text, fences[-1])]).strip()
-            steps.append(Step(thought=thought, action=action))
-            pending = []
-        elif role == "user" and steps and not steps[-1].observation:
-            steps[-1].observation, steps[-1].exit_code = clean_observation(text)
-    return _finish(record, where, "nebius", problem, steps)
+def _dig(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...`` through dicts (and JSON-encoded dicts, as SWE-agent's ``replay_config``), else None."""
+    for key in keys:
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                return None
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
 
 
-def _finish(record: dict[str, Any], where: str, source: str, problem: str, steps: list[Step]) -> Trajectory:
+def record_instance_id(record: dict[str, Any]) -> str:
+    """The record's ``instance_id``, else SWE-agent's ``replay_config.problem_statement.id``, else the file name
+    (``_file_instance_id``: a one-record file's name less ``.traj``/``.traj.json``/``.json``/``.jsonl``)."""
+    for value in (
+        record.get("instance_id"),
+        _dig(record, "replay_config", "problem_statement", "id"),
+        record.get("_file_instance_id"),
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def run_metadata(record: dict[str, Any]) -> dict[str, str]:
+    """``model`` and ``exit_status`` where the format records them, plus SWE-Gym/SWE-smith's run and trajectory ids."""
+    keep = ("run_id", "traj_id", "id")
+    metadata = {k: record[k] for k in keep if isinstance(record.get(k), str)}
+    models = (
+        record.get("model"),
+        record.get("model_name"),  # nebius
+        _dig(record, "info", "config", "model", "model_name"),  # mini-swe-agent
+        _dig(record, "replay_config", "agent", "model", "name"),  # SWE-agent 1.x
+        _dig(record, "response", "model"),  # OpenHands completion logs
+    )
+    exit_statuses = (record.get("exit_status"), _dig(record, "info", "exit_status"))
+    for key, values in (("model", models), ("exit_status", exit_statuses)):
+        found = next((v for v in values if isinstance(v, str) and v), None)
+        if found is not None:
+            metadata[key] = found
+    return metadata
+
+
+def finish_trajectory(
+    record: dict[str, Any], where: str, source: str, problem: str, steps: list[Step]
+) -> Trajectory:
+    """The Trajectory of a parsed record: id (:func:`record_instance_id`, run suffix dropped), patch, outcome,
+    problem (``problem_statement`` when the record has one) and :func:`run_metadata`."""
     info = record.get("info") if isinstance(record.get("info"), dict) else {}
-    raw_id = str(record.get("instance_id") or record.get("_file_instance_id") or "")
+    raw_id = record_instance_id(record)
     if not raw_id:
         raise TrajectoryFormatError(f"{where}: no instance_id in the record (and none in the file name)")
     patch = (
@@ -262,11 +284,8 @@ def _finish(record: dict[str, Any], where: str, source: str, problem: str, steps
     resolved = record.get("resolved", record.get("target"))
     problem = str(record.get("problem_statement") or problem)
     if source == "openhands":
-        for step in steps:
-            step.action = _WORKSPACE.sub("/testbed", step.action)
-            step.observation = _WORKSPACE.sub("/testbed", step.observation)
-    keep = ("model", "model_name", "run_id", "traj_id", "id", "exit_status")
-    metadata = {k: record[k] for k in keep if isinstance(record.get(k), str)}
+        rewrite_paths(steps, _WORKSPACE)
+    metadata = run_metadata(record)
     metadata.update(source_instance_id=raw_id, where=where)
     return Trajectory(
         instance_id=instance_id_of(raw_id),

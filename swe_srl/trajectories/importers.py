@@ -2,7 +2,11 @@
 
 Formats: ``native`` (our JSONL), ``swe-agent`` (``.traj``), ``mini-swe-agent`` (``.traj.json``), ``swe-smith``,
 ``openhands`` (also SWE-Gym and OpenHands completion logs), ``nebius``. A file may hold one record (JSON object),
-a list of records (JSON array) or one record a line (JSONL); a directory is read recursively in name order.
+a list of records (JSON array) or one record a line (JSONL); a directory is read recursively in name order, every
+file whose name ends in a trajectory suffix except the files a run directory keeps beside its trajectories
+(:data:`SIDECARS`); the others are listed in ``ImportStats.ignored``. An unreadable file (empty, truncated, not
+UTF-8) or JSONL line stops the import naming the file and line, or with ``skip_bad`` is skipped and named, as is a
+record no importer understands. The import rules: docs/training.md, "Importing trajectories".
 """
 
 from __future__ import annotations
@@ -15,13 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.errors import TrajectoryFormatError
-from swe_srl.trajectories.formats import parse_messages, parse_nebius, parse_swe_agent, text_of
+from swe_srl.trajectories.formats import parse_messages, text_of
+from swe_srl.trajectories.formats_mini import parse_mini
+from swe_srl.trajectories.formats_swe_agent import parse_nebius, parse_swe_agent
 from swe_srl.trajectories.schema import Trajectory
 
 FORMATS = ("native", "swe-agent", "mini-swe-agent", "swe-smith", "openhands", "nebius")
 SUFFIXES = (".traj", ".json", ".jsonl", ".parquet")
-SIDECARS = ("metadata.json", "resolved_labels.json")
-"""Files of a directory that describe a run rather than hold trajectories (OpenHands evaluation outputs)."""
+SIDECARS = ("metadata.json", "resolved_labels.json", "preds.json", "all_preds.jsonl")
+"""Files of a run directory that describe the run rather than hold trajectories: OpenHands evaluation outputs,
+mini-swe-agent's and SWE-agent's predictions (their ``exit_statuses_*.yaml``, ``*.log``, ``*.patch``, ``*.pred``
+and config files have no trajectory suffix)."""
 
 
 @dataclass
@@ -31,6 +39,23 @@ class ImportStats:
     records: int = 0
     imported: Counter[str] = field(default_factory=Counter)
     skipped: list[str] = field(default_factory=list)
+    """One line per skipped file, line or record: where and why."""
+    ignored: list[str] = field(default_factory=list)
+    """Files of a directory that are not trajectory files (sidecars, logs, configs), not read."""
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A file or JSONL line that could not be read (``error`` names it): skipped with ``skip_bad``, else fatal."""
+
+    error: str
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A file of a directory that is not a trajectory file."""
+
+    path: str
 
 
 def detect_format(record: Any) -> str | None:
@@ -39,12 +64,15 @@ def detect_format(record: Any) -> str | None:
         return None
     if isinstance(record.get("steps"), list) and "instance_id" in record:
         return "native"
-    trajectory = record.get("trajectory")
+    trajectory, history = record.get("trajectory"), record.get("history")
     if isinstance(trajectory, list) and trajectory and isinstance(trajectory[0], dict):
         if "action" in trajectory[0]:
             return "swe-agent"
         if "role" in trajectory[0] and "text" in trajectory[0]:
             return "nebius"
+    acted = trajectory == [] or any(isinstance(m, dict) and "action" in m for m in history or [])
+    if isinstance(history, list) and trajectory in ([], None) and acted:
+        return "swe-agent"  # SWE-agent files that keep only ``history`` (or ran no step)
     messages = record.get("messages")
     if isinstance(messages, str):
         try:
@@ -64,7 +92,9 @@ def _detect_messages(record: dict[str, Any], messages: list[dict[str, Any]]) -> 
     assistant = [text_of(m.get("content")) for m in messages if m.get("role") == "assistant"]
     if any("<function=" in text for text in assistant):
         return "swe-smith"
-    if any("```bash" in text or "```sh" in text for text in assistant):
+    if any(m.get("role") == "exit" for m in messages):
+        return "mini-swe-agent"
+    if any(fence in text for text in assistant for fence in ("```bash", "```sh", "```mswea_bash_command")):
         return "mini-swe-agent"
     return "openhands"
 
@@ -88,6 +118,8 @@ def parse_record(record: Any, where: str, fmt: str = "auto") -> Trajectory:
             return parse_swe_agent(record, where)
         if detected == "nebius":
             return parse_nebius(record, where)
+        if detected == "mini-swe-agent":
+            return parse_mini(record, where)
         return parse_messages(record, where, detected)
     except TrajectoryFormatError:
         raise
@@ -106,29 +138,55 @@ def _file_instance_id(path: Path) -> str:
 
 
 def iter_file_records(path: Path) -> Iterator[tuple[str, Any]]:
-    """(where, record) pairs of one file; ``where`` is ``file#index`` (0-based record index)."""
+    """(where, record) pairs of one file; ``where`` is ``file#index`` (0-based record index) or ``file:line``.
+
+    What cannot be read comes as an :class:`Unreadable` record naming the file (and line), so one bad JSONL line
+    leaves the file's other lines readable."""
     if path.suffix == ".parquet":
-        yield from _iter_table(str(path), _load_parquet(path))
+        try:
+            rows = list(_iter_table(str(path), _load_parquet(path)))
+        except Exception as exc:  # pyarrow/datasets raise many types for a broken file
+            yield str(path), Unreadable(f"{path}: unreadable parquet file ({type(exc).__name__}: {exc})")
+            return
+        yield from rows
         return
-    text = path.read_text(encoding="utf-8")
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        yield str(path), Unreadable(f"{path}: unreadable ({type(exc).__name__}: {exc})")
+        return
+    if not text.strip():
+        yield str(path), Unreadable(f"{path}: empty file ({len(data)} bytes)")
+        return
     if path.suffix == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                yield f"{path}:{lineno}", _loads(line, f"{path}:{lineno}")
+                yield f"{path}:{lineno}", _loads_or_unreadable(line, f"{path}:{lineno}")
         return
-    data = _loads(text, str(path))
-    records = data if isinstance(data, list) else [data]
+    loaded = _loads_or_unreadable(text, str(path))
+    if isinstance(loaded, Unreadable):
+        yield str(path), loaded
+        return
+    records = loaded if isinstance(loaded, list) else [loaded]
     for index, record in enumerate(records):
         if isinstance(record, dict) and len(records) == 1:
             record = {"_file_instance_id": _file_instance_id(path), **record}
         yield f"{path}#{index}", record
 
 
-def _loads(text: str, where: str) -> Any:
+def _loads_or_unreadable(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(f"{where}: invalid JSON ({exc})") from None
+        return Unreadable(f"{where}: invalid JSON, truncated or not JSON ({exc})")
+
+
+def _loads(text: str, where: str) -> Any:
+    loaded = _loads_or_unreadable(text, where)
+    if isinstance(loaded, Unreadable):
+        raise TrajectoryFormatError(loaded.error)
+    return loaded
 
 
 def _load_parquet(path: Path) -> Any:
@@ -160,15 +218,20 @@ def load_hf_records(dataset_id: str) -> Iterator[tuple[str, Any]]:
     yield from _iter_table(dataset_id, rows)
 
 
+def is_trajectory_file(path: Path) -> bool:
+    """A file of a directory that is read for trajectories: a trajectory suffix, not a sidecar, not hidden."""
+    return path.name.endswith(SUFFIXES) and path.name not in SIDECARS and not path.name.startswith(".")
+
+
 def iter_records(path_or_id: str) -> Iterator[tuple[str, Any]]:
     """(where, record) pairs from a file, a directory (recursive, name order) or a HF dataset id."""
     path = Path(path_or_id).expanduser()
     if path.is_dir():
-        files = sorted(
-            p for p in path.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES) and p.name not in SIDECARS
-        )
-        for file in files:
-            yield from iter_file_records(file)
+        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+            if is_trajectory_file(file):
+                yield from iter_file_records(file)
+            else:
+                yield str(file), Ignored(str(file))
     elif path.is_file():
         yield from iter_file_records(path)
     elif path_or_id.count("/") == 1 and not path_or_id.startswith((".", "/", "~")):
@@ -190,8 +253,13 @@ def import_with_stats(
     stats = ImportStats()
     trajectories: list[Trajectory] = []
     for where, record in iter_records(path_or_id):
+        if isinstance(record, Ignored):
+            stats.ignored.append(record.path)
+            continue
         stats.records += 1
         try:
+            if isinstance(record, Unreadable):
+                raise TrajectoryFormatError(record.error)
             traj = parse_record(record, where, fmt)
         except TrajectoryFormatError as exc:
             if not skip_bad:

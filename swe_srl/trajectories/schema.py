@@ -35,6 +35,10 @@ class Trajectory:
     source: str = "native"
     """Where it came from: ``native``, ``scripted``, ``swe-agent``, ``openhands``, ``swe-smith``, ``nebius``..."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form, round-tripped as is. Importers set ``source_instance_id`` (the id as the source wrote it) and
+    ``where`` (file and record), and, where the source records them, ``model`` (the expert model's name),
+    ``exit_status`` (how the run ended: ``submitted``, ``Submitted``, ``exit_cost``...), ``run_id``, ``traj_id``,
+    ``id``."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

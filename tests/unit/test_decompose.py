@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from swe_srl.core.prompts import (
     build_messages,
     truncate_observation,
 )
-from swe_srl.trajectories.decompose import clean_steps, decompose
+from swe_srl.trajectories.decompose import decompose, executed_steps, target_steps
 from swe_srl.trajectories.schema import Step, Trajectory
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trajectories"
@@ -38,25 +39,69 @@ def traj(*actions: str, instance_id: str = "toy__calc-1", obs: str = "out") -> T
 
 
 @pytest.mark.parametrize(
-    ("actions", "kept", "dropped"),
+    ("actions", "merge", "targets", "dropped"),
     [
-        (["ls", "", "  \n "], ["ls"], {"empty": 2}),  # empty actions are not actions
-        (["# just a note\n# another", "ls"], ["ls"], {"comment": 1}),  # comment-only is not an action
-        (["ls # list", "cat a.py"], ["ls # list", "cat a.py"], {}),  # a trailing comment is fine
+        (["ls", "", "  \n "], None, [0], {"empty": 2}),  # empty actions are not targets
+        (["# just a note\n# another", "ls"], None, [1], {"comment": 1}),  # comment-only is not a target
+        (["ls # list", "cat a.py"], None, [0, 1], {}),  # a trailing comment is fine
         (
             ["pytest tests/test_calc.py -q", "pytest tests/test_calc.py  -q"],
-            ["pytest tests/test_calc.py  -q"],
+            None,
+            [0, 1],
+            {},
+        ),  # by default every step is a target, near-identical or not
+        (
+            ["pytest tests/test_calc.py -q", "pytest tests/test_calc.py  -q"],
+            0.9,
+            [1],
             {"merged": 1},
-        ),  # near-identical consecutive: keep the later
-        (["pytest -q", "ls", "pytest -q"], ["pytest -q", "ls", "pytest -q"], {}),  # not consecutive: kept
-        (["cat a.py", "cat b.py"], ["cat a.py", "cat b.py"], {}),  # short, different: ratio 0.875 ≤ 0.9
-        (["submit"], ["submit"], {}),  # submit is a target (the paper trains on every action step)
+        ),  # with merge_similar the later of two near-identical consecutive actions is the target
+        (["pytest -q", "ls", "pytest -q"], 0.9, [0, 1, 2], {}),  # not consecutive: all targets
+        (["cat a.py", "cat b.py"], 0.9, [0, 1], {}),  # short, different: ratio 0.875 ≤ 0.9
+        (["a", "a", "a"], 0.9, [2], {"merged": 2}),  # a chain: the last one is the target
+        (["submit"], 0.9, [0], {}),  # submit is a target (the paper trains on every action step)
     ],
 )
-def test_clean_steps(actions: list[str], kept: list[str], dropped: dict[str, int]) -> None:
-    steps, counts = clean_steps(traj(*actions).steps)
-    assert [s.action for s in steps] == kept
+def test_target_steps(actions: list[str], merge: float | None, targets: list[int], dropped: dict[str, int]) -> None:
+    chosen, counts = target_steps(traj(*actions).steps, merge)
+    assert chosen == targets
     assert dict(counts) == dropped
+
+
+def test_merge_similar_keeps_every_step_in_histories_and_counts() -> None:
+    reads = ["sed -n '1,40p' /testbed/calc.py", "sed -n '41,80p' /testbed/calc.py", "submit"]
+    t = traj(*reads)
+    samples, stats = decompose([t])
+    assert [s["step"] for s in samples] == [0, 1, 2] and stats.merged == 0  # default: no step disappears
+    assert ("not a target: merged similar", 0) in stats.rows()
+    merged, stats = decompose([t], merge_similar=0.8)
+    assert [s["step"] for s in merged] == [1, 2] and stats.merged == 1
+    assert ("not a target: merged similar", 1) in stats.rows()
+    # the later read's history still shows the earlier read and what it printed
+    assert merged[0]["prompt"][2:] == [
+        {"role": "assistant", "content": f"```bash\n{reads[0]}\n```"},
+        {"role": "user", "content": "OBSERVATION:\nout 0"},
+    ]
+    assert merged[1]["prompt"] == samples[2]["prompt"] and merged[1]["num_steps"] == 3
+    assert [s.action for s in executed_steps(t)] == reads  # the effect layer replays every executed step
+    assert all(executed_steps(t)[s["step"]].action == s["expert_action"] for s in merged)  # step k indexes it
+
+
+def test_history_thoughts_option() -> None:
+    t = traj("ls", "cat calc.py", "submit")
+    plain = decompose([t])[0][2]["prompt"]
+    with_thoughts = decompose([t], history_thoughts=True)[0][2]["prompt"]
+    assert plain[2]["content"] == "```bash\nls\n```"
+    assert with_thoughts[2]["content"] == "<think>\nwhy 0\n</think>\n```bash\nls\n```"
+    assert with_thoughts[4]["content"] == "<think>\nwhy 1\n</think>\n```bash\ncat calc.py\n```"
+    assert with_thoughts == build_messages(
+        "Fix add.", [("ls", "out 0"), ("cat calc.py", "out 1")], thoughts=["why 0", "why 1"]
+    )
+    assert [m for i, m in enumerate(with_thoughts) if i not in (2, 4)] == [
+        m for i, m in enumerate(plain) if i not in (2, 4)
+    ]
+    # an empty thought renders as the plain fenced action
+    assert build_messages("P", [("ls", "x")], thoughts=[" "])[2]["content"] == "```bash\nls\n```"
 
 
 def test_sample_k_holds_steps_before_k() -> None:
@@ -144,11 +189,19 @@ def test_deterministic_and_cli(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["decompose", *sources, "-o", str(out), "--max-tokens", "4000"])
     assert result.exit_code == 0, result.output
     assert "trajectories used" in result.output and "wrote 11 samples" in result.output
+    assert re.search(r"not a target: merged similar\s*│\s*0\s*│", result.output)  # always printed
     first = out.read_text()
     records = [json.loads(line) for line in first.splitlines()]
     assert len(records) == 11 and records[-1]["expert_action"] == "submit"
     CliRunner().invoke(app, ["decompose", *sources, "-o", str(out), "--max-tokens", "4000"])
     assert out.read_text() == first
+    merged = tmp_path / "merged.jsonl"
+    args = ["decompose", *sources, "-o", str(merged), "--merge-similar", "0.5", "--history-thoughts"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    count = len(merged.read_text().splitlines())
+    assert re.search(rf"not a target: merged similar\s*│\s*{11 - count}\s*│", result.output) and count < 11
+    assert "<think>" in json.loads(merged.read_text().splitlines()[-1])["prompt"][2]["content"]
     native = tmp_path / "native.jsonl"
     result = CliRunner().invoke(
         app, ["trajectories", "import", str(FIXTURES / "bad.jsonl"), "-o", str(native), "--skip-bad"]

@@ -5,8 +5,7 @@ import pytest
 
 from swe_srl.agent.envpool import PATCH_EOF, ScriptedOutputs, gold_patch_outputs
 from swe_srl.core.actions import parse_output
-from swe_srl.env.swe_env import CHARSET, OBS_MAX_CHARS, format_observation, sanitize
-from swe_srl.env.swe_env import SWEEnv
+from swe_srl.env.swe_env import CHARSET, OBS_MAX_CHARS, SWEEnv, format_observation, sanitize
 from swe_srl.errors import ConfigError, SweSrlError
 from swe_srl.infra.sandbox.base import ExecResult, Limits
 

@@ -135,8 +135,9 @@ def test_cli_reward_json_and_table() -> None:
     record = json.loads(proc.stdout)
     assert record["components"]["syntax"] == 1.0 and 0.85 < record["components"]["semantic"] < 1.0
     assert record["action_type"] == "location" and record["format_error"] is None
-    from swe_srl.cli.app import app
     from typer.testing import CliRunner
+
+    from swe_srl.cli.app import app
 
     runner = CliRunner()
     table = runner.invoke(app, cmd[3:])

@@ -13,13 +13,13 @@ import importlib
 import importlib.util
 import json
 import os
-import re
 import sys
 import types
 from pathlib import Path
 from typing import Any
 
 from swe_srl.benchmark.instances import Instance
+from swe_srl.core.patches import file_diffs
 from swe_srl.errors import TaskError
 
 BASE_PYTHONS = ("3.9", "3.11", "3.13")
@@ -100,8 +100,7 @@ def test_files(instance: Instance) -> list[str]:
     env = instance.extra.get("env") or {}
     if env.get("test_files"):
         return list(env["test_files"])
-    paths = re.findall(r"diff --git a/.* b/(.*)", instance.test_patch)
-    paths = [p for p in paths if not p.endswith(NON_TEST_EXTS)]
+    paths = [f.path for f in file_diffs(instance.test_patch) if not f.path.endswith(NON_TEST_EXTS)]
     if instance.repo == "django/django":
         paths = [p.removesuffix(".py").removeprefix("tests/").replace("/", ".") for p in paths]
     return paths

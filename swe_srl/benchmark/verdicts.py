@@ -10,12 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from unidiff import PatchSet
-
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.logparse import PASSING, parser_for
 from swe_srl.benchmark.specs import test_files
-from swe_srl.core.patches import drop_sections
+from swe_srl.core.patches import drop_sections, patch_paths
 
 Status = Literal["resolved", "unresolved", "patch_failed", "error"]
 _TEST_PATH = re.compile(
@@ -46,8 +44,7 @@ class GradeResult:
 
 def is_test_file(path: str, instance: Instance) -> bool:
     """Whether a model patch may not touch ``path`` (a test file of the instance or any test-looking path)."""
-    protected = {p.path for p in PatchSet(instance.test_patch)} if instance.test_patch.strip() else set()
-    return path in protected or bool(_TEST_PATH.search(path))
+    return path in patch_paths(instance.test_patch) or bool(_TEST_PATH.search(path))
 
 
 def strip_test_edits(instance: Instance, patch: str) -> tuple[str, list[str]]:

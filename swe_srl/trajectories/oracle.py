@@ -9,10 +9,9 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from unidiff import PatchSet
-
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.repos import repo_source
+from swe_srl.core.patches import file_diffs
 
 
 def instance_repo(instance: Instance, repos_dir: Path | None = None) -> Path:
@@ -48,18 +47,18 @@ def oracle_contents(
 
 
 def hunk_lines(patch: str) -> dict[str, list[tuple[int, int]]]:
-    """path → the (first, last) 1-based source lines each hunk of ``patch`` changes (context lines excluded)."""
+    """path (at base) → the (first, last) 1-based source lines each hunk of ``patch`` changes (context excluded)."""
     ranges: dict[str, list[tuple[int, int]]] = {}
-    for patched in PatchSet(patch):
-        if patched.is_added_file:
+    for patched in file_diffs(patch):
+        if patched.added or patched.source is None:
             continue
-        for hunk in patched:
+        for hunk in patched.hunks:
             changed = [line.source_line_no for line in hunk if line.is_removed]
             if not changed:  # a pure insertion: the lines around where it goes
                 before = [line.source_line_no for line in hunk if line.is_context and line.source_line_no]
                 anchor = hunk.source_start + max(0, len(before) // 2)
                 changed = [anchor]
-            ranges.setdefault(patched.path, []).append((min(changed), max(changed)))
+            ranges.setdefault(patched.source, []).append((min(changed), max(changed)))
     return ranges
 
 

@@ -10,8 +10,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from unidiff import PatchSet
-
+from swe_srl.core.patches import file_diffs
 from swe_srl.errors import TaskError
 
 WORKDIR = "/testbed"
@@ -44,10 +43,6 @@ class Edit:
             return False
         before, after = old[0].strip(), new[0].strip()
         return bool(before and after) and old[0].replace(before, after, 1) == new[0]
-
-
-def _strip_prefix(path: str) -> str:
-    return path.removeprefix("a/").removeprefix("b/")
 
 
 def _hunk_block(lines: list[tuple[str, str]], lo: int, hi: int) -> tuple[str, str]:
@@ -98,19 +93,21 @@ def plan_edits(patch: str, read) -> list[Edit]:
     when the command runs. Raises ``TaskError`` for binary patches or text that cannot be made unique.
     """
     edits: list[Edit] = []
-    for patched in PatchSet(patch):
-        if patched.is_binary_file:
+    for patched in file_diffs(patch):
+        if patched.binary:
             raise TaskError(f"{patched.path}: binary patches cannot be scripted")
-        if patched.is_added_file:
-            text = "".join(line.value for hunk in patched for line in hunk if line.is_added)
-            edits.append(Edit(_strip_prefix(patched.target_file), "", text, kind="create"))
+        if not patched.parsed:
+            raise TaskError(f"{patched.path}: the patch section does not parse as a unified diff")
+        if patched.added:
+            text = "".join(line.value for hunk in patched.hunks for line in hunk if line.is_added)
+            edits.append(Edit(patched.path, "", text, kind="create"))
             continue
-        path = _strip_prefix(patched.source_file)
-        if patched.is_removed_file:
+        path = patched.source or patched.path
+        if patched.removed:
             edits.append(Edit(path, "", "", kind="delete"))
             continue
         content = read(path)
-        for hunk in patched:
+        for hunk in patched.hunks:
             lines = [(line.line_type, line.value) for line in hunk if line.line_type in " +-"]
             old, new = _smallest_unique(lines, content)
             line = content[: content.index(old)].count("\n") + 1

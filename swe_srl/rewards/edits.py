@@ -131,8 +131,8 @@ def sed_ops(script: str) -> list[tuple[str, str | None, str]]:
 
 def _redirect_target(cmd: ShellCommand) -> tuple[str, str] | None:
     for op, target in cmd.redirects:
-        if op in (">", ">>", ">|", "&>") and not target.isdigit():
-            return ("append" if op == ">>" else "write"), normalize_path(target)
+        if op in (">", "1>", ">>", "1>>", ">|", "&>") and not target.isdigit():
+            return ("append" if op.endswith(">>") else "write"), normalize_path(target)
     return None
 
 

@@ -37,18 +37,24 @@ def reward(
 
     from swe_srl.actions import THINK_CLOSE, THINK_OPEN, format_output
     from swe_srl.rewards import score_output, syntax_problems
+    from swe_srl.rewards.harm import unexpected_harm
     from swe_srl.rewards.normalize import action_type
 
     expert_text, output = _text(expert, "--expert"), _text(action, "--action")
     full = THINK_OPEN in output or THINK_CLOSE in output  # a whole model output, checked for format
     completion = output if full else format_output("", output)
     result = score_output(completion, expert_text, mode=mode, fuzzy=fuzzy)  # type: ignore[arg-type]
-    problems = [] if result.format_error else syntax_problems(completion.split(THINK_CLOSE, 1)[-1].strip())
+    policy_action = completion.split(THINK_CLOSE, 1)[-1].strip()
+    same = result.components.get("syntax") == 1.0  # the expert's own action passes whatever it runs
+    problems = (
+        [] if result.format_error or same else syntax_problems(policy_action, expert_action=expert_text)
+    )
+    layered = mode == "layered" and not result.format_error
+    harms = [f"{h.kind} {h.target}" for h in unexpected_harm(expert_text, policy_action)] if layered else []
     if as_json:
         record = {"total": result.total, "components": result.components, "format_error": result.format_error}
-        typer.echo(
-            json.dumps({**record, "syntax_problems": problems, "action_type": action_type(expert_text)})
-        )
+        extra = {"syntax_problems": problems, "destructive": harms, "action_type": action_type(expert_text)}
+        typer.echo(json.dumps({**record, **extra}))
         return
     caption = f"{mode}{' fuzzy' if fuzzy else ''}, expert action type: {action_type(expert_text)}"
     table = Table(title="reward", caption=caption)
@@ -59,7 +65,8 @@ def reward(
     table.add_row("[bold]total[/]", f"[bold]{result.total:.4f}[/]")
     console = Console()
     console.print(table)
-    for note in ([f"format error: {result.format_error}"] if result.format_error else []) + problems:
+    notes = [f"format error: {result.format_error}"] if result.format_error else []
+    for note in notes + problems + [f"destructive (the expert does not do it): {h}" for h in harms]:
         console.print(f"[yellow]{note}[/]", highlight=False)
 
 

@@ -34,6 +34,7 @@ _IGNORED_FLAGS = frozenset(
     {"-H", "--color", "--colour", "-v", "-q", "-s", "-vv", "--no-header", "-rA", "--tb"}
 )
 
+
 def split_flags(name: str, args: tuple[str, ...] | list[str]) -> tuple[frozenset[str], list[str]]:
     """argv → (flag set, positional args)."""
     takes_value = VALUE_FLAGS.get(name, set())

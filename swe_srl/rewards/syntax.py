@@ -1,4 +1,8 @@
-"""The syntax layer ∈ {0, 1}: the action parses as bash, and the Python it writes or runs inline still parses.
+"""The syntax layer ∈ {0, 1}: the action parses as bash, bash would find every command word, and the Python it
+writes or runs inline still parses. The expert's own action always passes (its command words are known).
+
+Command words are judged by ``commands.unknown_commands`` (builtins, functions the action defines, the image's
+executables or the default set, harness tools, files earlier steps created, the expert's own words).
 
 Checked Python, without executing anything:
 
@@ -26,8 +30,11 @@ import textwrap
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
+from swe_srl.rewards.commands import unknown_commands
+from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.edits import Edit, command_edits, is_python_path, python_code
 from swe_srl.rewards.shell import parse_shell
+from swe_srl.rewards.similarity import normalize_ws
 
 _CONTINUATION = re.compile(r"^(elif|else|except|finally)\b")
 _BACKREF = re.compile(r"\\[1-9]")
@@ -121,10 +128,17 @@ def edit_problem(edit: Edit) -> str | None:
     return None
 
 
-def syntax_problems(action: str) -> list[str]:
+def syntax_problems(
+    action: str,
+    executables: frozenset[str] | None = None,
+    created_files: frozenset[str] | None = None,
+    expert_action: str = "",
+) -> list[str]:
     """Every syntax problem of an action (empty list: the action is syntactically valid)."""
     parsed = parse_shell(action)
     problems = [f"bash: {parsed.error}"] if parsed.has_error else []
+    unknown = unknown_commands(action, executables, created_files, expert_action)
+    problems.extend(f"{word}: command not found" for word in unknown)
     for cmd in parsed.commands:
         code = python_code(cmd)
         if code is not None and not _parses(code):
@@ -134,9 +148,21 @@ def syntax_problems(action: str) -> list[str]:
 
 
 @lru_cache(maxsize=16384)
-def syntax_score(action: str) -> float:
-    """1.0 when the action parses as bash and all Python it writes or runs parses, else 0.0."""
-    return 0.0 if syntax_problems(action) else 1.0
+def syntax_score(
+    action: str,
+    executables: frozenset[str] | None = None,
+    created_files: frozenset[str] | None = None,
+    expert_action: str = "",
+) -> float:
+    """1.0 when the action parses as bash, every command word is known and all Python it writes parses, else 0.0."""
+    return 0.0 if syntax_problems(action, executables, created_files, expert_action) else 1.0
+
+
+def syntax_layer(ctx: StepContext) -> float:
+    """The syntax layer of one step: 1.0 for the expert's own action, else :func:`syntax_score` in its context."""
+    if normalize_ws(ctx.action) == normalize_ws(ctx.expert_action):
+        return 1.0
+    return syntax_score(ctx.action, ctx.executables, ctx.created_files, ctx.expert_action)
 
 
 def edited_python_paths(action: str) -> list[str]:

@@ -70,6 +70,19 @@ def test_effect_layer_weights() -> None:
     )  # srl never runs it
 
 
+def test_step_context_commands_and_created_files() -> None:
+    run = out("./reproduce.sh && rg foo src")
+    assert score_output(run, GREP).components["syntax"] == 1.0  # default set, created files unknown
+    assert score_output(run, GREP, created_files=frozenset({"reproduce.sh"})).components["syntax"] == 1.0
+    assert score_output(run, GREP, created_files=frozenset()).components["syntax"] == 0.0
+    no_rg = score_output(
+        run, GREP, executables=frozenset({"grep"}), created_files=frozenset({"reproduce.sh"})
+    )
+    assert no_rg.components["syntax"] == 0.0
+    deleted = score_output(out("rm reproduce.sh"), GREP, created_files=frozenset({"reproduce.sh"}))
+    assert deleted.components["safe"] == 1.0  # deleting a file an earlier step created harms nothing
+
+
 def test_weights_and_bad_options() -> None:
     result = score_output(out("rg 'def parse' src/pkg"), GREP, weights={"syntax": 1.0, "semantic": 1.0})
     assert result.components["syntax"] == 1.0 and result.components["semantic"] < 1.0

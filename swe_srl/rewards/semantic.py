@@ -1,19 +1,25 @@
-"""The semantic layer ∈ [0, 1]: similarity of two actions' normalized syntax trees.
+"""The semantic layer ∈ [0, 1]: similarity of two actions' normalized syntax trees (docs/rewards.md has examples).
 
-Both actions become lists of :class:`~swe_srl.rewards.normalize.Unit` (one per simple command or file edit). Units
-are paired greedily by score; the action score is a weighted Dice coefficient over the pairs (``cd``/``echo``
-weigh 0.2), times 0.9 when the pairs are out of order. Per-pair rules by family:
+An action with a destructive operation the expert's action does not do (``harm.py``) scores 0. Otherwise both
+actions become lists of :class:`~swe_srl.rewards.normalize.Unit` (one per simple command or file edit), paired
+greedily by score; the action score is the F1 of recall (how much of the expert's units the pairs cover) and
+precision (how much of the action's units match), each weighted per unit: reads, ``cd``/``echo`` and pipe filters
+weigh half of what edits, test runs and other commands weigh (``cd``/``echo``/filters 0.1, reads 0.5, others 1),
+so extra commands cost, extra edits most. Out-of-order pairs cost a factor 0.9. Per-pair rules by family:
 
-* **location** — search (grep ≈ rg ≈ ag ≈ git grep): 0.45 pattern, 0.35 paths, 0.2 flags; find: 0.4 paths,
-  0.6 predicates; view (cat ≈ head ≈ tail ≈ sed -n ≈ editor view): 0.75 path, 0.25 line-range overlap; list: paths
-  and flags. Different location families still share 0.25 × path similarity; argument order counts through the
-  pairing order.
-* **edit** — sed -i / editor str_replace / create / insert / heredoc and echo writes: the target file gates the
-  score (another file keeps at most 0.3 × path similarity), then 0.4 old text + 0.6 new text (Python compared by
-  ``ast.dump``; sed patterns read as literals when they are); another edit kind costs 0.2.
-* **test** — pytest ≈ python -m pytest ≈ tox ≈ unittest: target accuracy (file 0.5, class/function ids 0.5),
-  ``-k`` expression; flags 0.1.
-* **python** — inline code by ``ast.dump`` similarity; **other** — name, flags, then positional arguments.
+* **location** — search (grep ≈ rg ≈ ag ≈ git grep ≈ search_dir/search_file, ``find | xargs grep``): 0.45
+  pattern, 0.35 paths, 0.2 flags; find (≈ find_file): 0.4 paths, 0.6 predicates; view (cat ≈ head ≈ tail ≈ sed -n
+  ≈ editor view ≈ open): 0.75 path, 0.25 line-range overlap; list (ls ≈ find -maxdepth ≈ editor view of a
+  folder): 0.7 paths, 0.3 flags. Different location families still share 0.25 × path similarity.
+* **edit** — sed -i / editor str_replace / create / insert / SWE-agent edit / heredoc, echo and ``python -c``
+  writes: the target file gates the score (another file keeps at most 0.3 × path similarity; the open file of
+  ``edit`` 0.7), then 0.3 old text + 0.7 change: 1 when the new texts are equal on the Python AST, else the lower
+  of the new texts' similarity and the similarity of what each edit adds and removes (``pycode.change_sim``).
+  Another edit kind costs 0.2.
+* **test** — pytest ≈ python -m pytest ≈ tox ≈ unittest: 0.9 selection (targets: file 0.5, test ids 0.5;
+  ``f.py -k name`` ≈ ``f.py::name``; half ``-k`` when a -k expression remains), 0.1 flags.
+* **python** — inline code by AST token similarity (``pycode.code_sim``); **git** — the same subcommand by flags
+  and arguments, two different reads (status/diff/log/show) 0.3; **other** — name, flags, positional arguments.
 
 ``fuzzy=True`` relaxes non-key elements: Python names and string constants become placeholders, text compares
 case-insensitively.

@@ -36,7 +36,7 @@ def reward(
     from rich.table import Table
 
     from swe_srl.actions import THINK_CLOSE, THINK_OPEN, format_output
-    from swe_srl.rewards import score_output, syntax_problems
+    from swe_srl.rewards import StepContext, score_output, syntax_problems
     from swe_srl.rewards.harm import unexpected_harm
     from swe_srl.rewards.normalize import action_type
 
@@ -45,9 +45,11 @@ def reward(
     completion = output if full else format_output("", output)
     result = score_output(completion, expert_text, mode=mode, fuzzy=fuzzy)  # type: ignore[arg-type]
     policy_action = completion.split(THINK_CLOSE, 1)[-1].strip()
-    same = result.components.get("syntax") == 1.0  # the expert's own action passes whatever it runs
+    passed = result.components.get("syntax") == 1.0  # nothing to list (the expert's own action always passes)
     problems = (
-        [] if result.format_error or same else syntax_problems(policy_action, expert_action=expert_text)
+        []
+        if result.format_error or passed
+        else syntax_problems(policy_action, StepContext(expert_text, policy_action))
     )
     layered = mode == "layered" and not result.format_error
     harms = [f"{h.kind} {h.target}" for h in unexpected_harm(expert_text, policy_action)] if layered else []

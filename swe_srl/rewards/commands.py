@@ -11,8 +11,8 @@ its basename is known. Words made of expansions (``$PY``) are not judged.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
+from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.edits import normalize_path
 from swe_srl.rewards.shell import ShellCommand, parse_shell
 
@@ -103,18 +103,16 @@ def _is_known(word: str, known: frozenset[str], created: frozenset[str] | None) 
     return created is None or path in created
 
 
-def unknown_commands(
-    action: str,
-    executables: Iterable[str] | None = None,
-    created_files: Iterable[str] | None = None,
-    expert_action: str = "",
-) -> list[str]:
-    """The command words of ``action`` bash would not find (see the module docstring for what is known)."""
+def unknown_commands(action: str, ctx: StepContext | None = None) -> list[str]:
+    """The command words of ``action`` bash would not find; ``ctx`` gives the image's executables, the created
+    files and the expert's action (see the module docstring for what is known)."""
+    ctx = ctx or StepContext("", action)
     parse = parse_shell(action)
     words = command_words(action)
+    executables = ctx.executables
     if executables is None:
         executables = DEFAULT_EXECUTABLES | {w for w in words if _VERSIONED.match(w)}
     known = BUILTINS | HARNESS_TOOLS | {"submit"} | frozenset(executables) | frozenset(parse.functions)
-    known |= frozenset(command_words(expert_action))
-    created = None if created_files is None else frozenset(normalize_path(p) for p in created_files)
+    known |= frozenset(command_words(ctx.expert_action))
+    created = None if ctx.created_files is None else frozenset(normalize_path(p) for p in ctx.created_files)
     return list(dict.fromkeys(w for w in words if not _is_known(w, known, created)))

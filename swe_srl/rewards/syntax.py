@@ -128,17 +128,11 @@ def edit_problem(edit: Edit) -> str | None:
     return None
 
 
-def syntax_problems(
-    action: str,
-    executables: frozenset[str] | None = None,
-    created_files: frozenset[str] | None = None,
-    expert_action: str = "",
-) -> list[str]:
-    """Every syntax problem of an action (empty list: the action is syntactically valid)."""
+def syntax_problems(action: str, ctx: StepContext | None = None) -> list[str]:
+    """Every syntax problem of an action (empty list: valid); ``ctx``: the step's known commands and files."""
     parsed = parse_shell(action)
     problems = [f"bash: {parsed.error}"] if parsed.has_error else []
-    unknown = unknown_commands(action, executables, created_files, expert_action)
-    problems.extend(f"{word}: command not found" for word in unknown)
+    problems.extend(f"{word}: command not found" for word in unknown_commands(action, ctx))
     for cmd in parsed.commands:
         code = python_code(cmd)
         if code is not None and not _parses(code):
@@ -148,21 +142,16 @@ def syntax_problems(
 
 
 @lru_cache(maxsize=16384)
-def syntax_score(
-    action: str,
-    executables: frozenset[str] | None = None,
-    created_files: frozenset[str] | None = None,
-    expert_action: str = "",
-) -> float:
+def syntax_score(action: str, ctx: StepContext | None = None) -> float:
     """1.0 when the action parses as bash, every command word is known and all Python it writes parses, else 0.0."""
-    return 0.0 if syntax_problems(action, executables, created_files, expert_action) else 1.0
+    return 0.0 if syntax_problems(action, ctx) else 1.0
 
 
 def syntax_layer(ctx: StepContext) -> float:
     """The syntax layer of one step: 1.0 for the expert's own action, else :func:`syntax_score` in its context."""
     if normalize_ws(ctx.action) == normalize_ws(ctx.expert_action):
         return 1.0
-    return syntax_score(ctx.action, ctx.executables, ctx.created_files, ctx.expert_action)
+    return syntax_score(ctx.action, ctx)
 
 
 def edited_python_paths(action: str) -> list[str]:

@@ -119,11 +119,12 @@ WORDS = [
 
 @pytest.mark.parametrize(("action", "executables", "created", "expert", "expected"), WORDS)
 def test_command_words(action: str, executables, created, expert: str, expected: float) -> None:
-    assert syntax_score(action, executables, created, expert) == expected
+    ctx = StepContext(expert, action, executables=executables, created_files=created)
+    assert syntax_score(action, ctx) == expected
 
 
 def test_expert_action_passes_its_own_syntax_layer() -> None:
     broken = 'pytestbedit "unterminated'
-    assert syntax_score(broken, expert_action=broken) == 0.0  # a bash error stays an error elsewhere
+    assert syntax_score(broken, StepContext("ls", broken)) == 0.0  # a bash error stays an error elsewhere
     assert syntax_layer(StepContext(broken, broken)) == 1.0
     assert syntax_layer(StepContext("grep -rn foo src", "lsx", executables=frozenset({"lsx"}))) == 1.0

@@ -1,7 +1,7 @@
 """Destructive operations: what an action deletes, discards or overwrites (pure: read from the command text).
 
-* ``delete`` — ``rm``/``rmdir``/``unlink``/``shred`` of repository paths, ``find … -delete``/``-exec rm``,
-  ``git rm``, ``git clean -f``, ``mv`` of a file the expert works on.
+* ``delete`` — ``rm``/``rmdir``/``unlink``/``shred`` of repository paths (``| xargs rm``: target ``-``),
+  ``find … -delete``/``-exec rm``, ``git rm``, ``git clean -f``, ``mv`` of a file the expert works on.
 * ``discard`` — ``git reset --hard``, ``git checkout .``/``git checkout [--] PATH``, ``git restore PATH``
   (``git stash`` is not: the changes stay recoverable, and ``stash … stash pop`` is a common check).
 * ``overwrite`` — a whole-file write (``>``, ``tee``, ``cp``, ``truncate``, ``: > f``) into a file that exists: one
@@ -10,7 +10,8 @@
 * ``discard-output`` — a read (search, view, listing, test run, inline Python, ``git status|diff|log|show``) whose
   stdout goes to ``/dev/null``.
 
-Paths outside the repository (``/tmp``) and files earlier steps created (``created_files``) are not harmed.
+Commands run through ``sh -c``/``bash -c``/``eval`` are read too. Paths outside the repository (``/tmp``) and
+files earlier steps created (``created_files``) are not harmed.
 :func:`unexpected_harm` keeps the operations the expert's action does not do itself (the same kind on the same
 path, or on a folder containing it), so the expert's own ``rm reproduce.py`` costs nothing.
 """
@@ -28,6 +29,7 @@ from swe_srl.rewards.shell import ShellCommand, parse_shell
 
 _STDOUT = frozenset({">", "1>", ">|", "&>"})
 _DELETE = frozenset({"rm", "rmdir", "unlink", "shred"})
+_SHELLS = frozenset({"sh", "bash", "dash"})
 _READ_FAMILIES = LOCATION | {"test", "python"}
 
 
@@ -74,8 +76,12 @@ def command_harms(cmd: ShellCommand, existing: frozenset[str] = frozenset()) -> 
     name, args = cmd.name, cmd.args
     pos = [normalize_path(p) for p in split_flags(name, args)[1]]
     harms: list[Harm] = []
-    if name in _DELETE:
-        harms += [Harm("delete", p) for p in pos]
+    if name in _DELETE:  # ``… | xargs rm``: the files read from the pipe ("-")
+        harms += [Harm("delete", p) for p in pos] or ([Harm("delete", "-")] if cmd.piped else [])
+    elif name in _SHELLS and "-c" in args[:-1]:
+        harms += action_harms(args[args.index("-c") + 1], existing)
+    elif name == "eval":
+        harms += action_harms(" ".join(args), existing)
     elif name == "find" and ("-delete" in args or any(a in ("rm", "-exec rm") for a in args)):
         harms += [Harm("delete", p) for p in to_units(cmd)[0].paths]
     elif name == "git":

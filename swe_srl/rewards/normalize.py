@@ -236,14 +236,18 @@ def to_units(cmd: ShellCommand) -> list[Unit]:
     return [Unit("other", name, flags, tuple(pos))]
 
 
-def _piped(unit: Unit, prev: Unit) -> Unit | None:
-    """A command reading a pipe: a narrower view, ``find … | xargs grep`` as one search, or a light filter."""
+def _piped(unit: Unit, prev: Unit, xargs: bool) -> Unit | None:
+    """A command reading a pipe: a narrower view, one search (``find … | xargs grep``, ``cat f | grep``), or a
+    light filter (``| head``, ``find … | grep name``)."""
     if unit.family == "view" and not unit.paths and prev.family == "view":
         return Unit("view", "cat", paths=prev.paths, span=unit.span or prev.span)
-    if unit.family == "search" and unit.paths == ("-",) and prev.family in ("find", "list"):
+    searched = unit.family == "search" and unit.paths == ("-",)
+    if searched and xargs and prev.family in ("find", "list"):  # the files found are searched
         names = frozenset(f"--include={f[6:]}" for f in prev.flags if f.startswith("-name="))
         flags = unit.flags | {"-r"} | names
         return Unit("search", unit.name, flags, unit.args, pattern=unit.pattern, paths=prev.paths)
+    if searched and not xargs and prev.family == "view":  # the text read is searched
+        return Unit("search", unit.name, unit.flags, unit.args, pattern=unit.pattern, paths=prev.paths)
     if unit.name in FILTERS or (unit.family in ("search", "view") and unit.paths in ((), ("-",))):
         return Unit("filter", unit.name, unit.flags, unit.args, pattern=unit.pattern, weight=0.2)
     return None
@@ -255,7 +259,7 @@ def action_units(action: str) -> tuple[Unit, ...]:
     units: list[Unit] = []
     for cmd in parse_shell(action).commands:
         for unit in to_units(cmd):
-            folded = _piped(unit, units[-1]) if cmd.piped and units else None
+            folded = _piped(unit, units[-1], cmd.name == "xargs") if cmd.piped and units else None
             if folded is not None and folded.family != "filter":
                 units[-1] = folded
             else:

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN, format_output
-from swe_srl.rewards import score_output, syntax_problems
+from swe_srl.rewards import StepContext, score_output, syntax_problems
+from swe_srl.rewards.harm import unexpected_harm
 from swe_srl.rewards.normalize import action_type
 
 
@@ -42,12 +43,19 @@ def reward(
     full = THINK_OPEN in output or THINK_CLOSE in output  # a whole model output, checked for format
     completion = output if full else format_output("", output)
     result = score_output(completion, expert_text, mode=mode, fuzzy=fuzzy)  # type: ignore[arg-type]
-    problems = [] if result.format_error else syntax_problems(completion.split(THINK_CLOSE, 1)[-1].strip())
+    policy_action = completion.split(THINK_CLOSE, 1)[-1].strip()
+    passed = result.components.get("syntax") == 1.0  # nothing to list (the expert's own action always passes)
+    problems = (
+        []
+        if result.format_error or passed
+        else syntax_problems(policy_action, StepContext(expert_text, policy_action))
+    )
+    layered = mode == "layered" and not result.format_error
+    harms = [f"{h.kind} {h.target}" for h in unexpected_harm(expert_text, policy_action)] if layered else []
     if as_json:
         record = {"total": result.total, "components": result.components, "format_error": result.format_error}
-        typer.echo(
-            json.dumps({**record, "syntax_problems": problems, "action_type": action_type(expert_text)})
-        )
+        extra = {"syntax_problems": problems, "destructive": harms, "action_type": action_type(expert_text)}
+        typer.echo(json.dumps({**record, **extra}))
         return
     caption = f"{mode}{' fuzzy' if fuzzy else ''}, expert action type: {action_type(expert_text)}"
     table = Table(title="reward", caption=caption)
@@ -58,7 +66,8 @@ def reward(
     table.add_row("[bold]total[/]", f"[bold]{result.total:.4f}[/]")
     console = Console()
     console.print(table)
-    for note in ([f"format error: {result.format_error}"] if result.format_error else []) + problems:
+    notes = [f"format error: {result.format_error}"] if result.format_error else []
+    for note in notes + problems + [f"destructive (the expert does not do it): {h}" for h in harms]:
         console.print(f"[yellow]{note}[/]", highlight=False)
 
 

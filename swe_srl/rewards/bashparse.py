@@ -29,6 +29,8 @@ class ShellCommand:
     args: tuple[str, ...]
     redirects: tuple[tuple[str, str], ...] = ()  # (operator, target), e.g. (">", "x.py")
     heredoc: str | None = None  # body of a ``<<EOF`` heredoc or ``<<<`` here-string
+    word: str = ""  # the command word as written, unquoted (``./reproduce.sh``; ``name`` is its basename)
+    piped: bool = False  # reads the output of the command before it in a pipeline
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class ShellParse:
     commands: tuple[ShellCommand, ...]
     has_error: bool
     error: str | None = None  # where the first ERROR/MISSING node is, for humans
+    functions: tuple[str, ...] = ()  # names of the shell functions the action defines
 
 
 _PARSER: tree_sitter.Parser | None = None
@@ -93,6 +96,8 @@ def _redirects(
     if node.type == "file_redirect":
         dest = node.child_by_field_name("destination")
         op = next((_text(c) for c in node.children if not c.is_named), ">")
+        fd = next((_text(c) for c in node.children if c.type == "file_descriptor"), "")
+        op = fd + op  # ``2>`` is not ``>``: only stdout redirects write what a command prints
         out.append((op, unquote(dest) if dest is not None else ""))
     elif node.type == "heredoc_redirect":
         for child in node.children:
@@ -108,7 +113,9 @@ def _redirects(
     return out, heredoc
 
 
-def _command(node: tree_sitter.Node, redirect_nodes: list[tree_sitter.Node], pending: list) -> ShellCommand:
+def _command(
+    node: tree_sitter.Node, redirect_nodes: list[tree_sitter.Node], pending: list, piped: bool
+) -> ShellCommand:
     name_node = node.child_by_field_name("name")
     name = unquote(name_node.children[0]) if name_node is not None and name_node.children else ""
     args = tuple(unquote(c) for c in node.children_by_field_name("argument"))
@@ -118,30 +125,36 @@ def _command(node: tree_sitter.Node, redirect_nodes: list[tree_sitter.Node], pen
         pairs, body = _redirects(child, pending)
         redirects.extend(pairs)
         heredoc = body if body is not None else heredoc
-    return ShellCommand(name.rsplit("/", 1)[-1], args, tuple(redirects), heredoc)
+    return ShellCommand(name.rsplit("/", 1)[-1], args, tuple(redirects), heredoc, name, piped)
 
 
-def _walk(root: tree_sitter.Node) -> list[ShellCommand]:
+def _walk(root: tree_sitter.Node) -> tuple[list[ShellCommand], list[str]]:
     commands: list[ShellCommand] = []
-    stack = [root]
+    functions: list[str] = []
+    stack = [(root, False)]
     while stack:
-        node = stack.pop()
+        node, piped = stack.pop()
         if node.type == "redirected_statement":
             body = node.child_by_field_name("body")
             redirects = node.children_by_field_name("redirect")
             pending: list[tree_sitter.Node] = []
             if body is not None and body.type == "command":
-                commands.append(_command(body, redirects, pending))
+                commands.append(_command(body, redirects, pending, piped))
             else:
                 pending = [c for c in node.children if c.is_named]
-            stack.extend(reversed(pending))
+            stack.extend((c, piped) for c in reversed(pending))
         elif node.type == "command":
             pending = []
-            commands.append(_command(node, [], pending))
-            stack.extend(reversed(pending))
+            commands.append(_command(node, [], pending, piped))
+            stack.extend((c, False) for c in reversed(pending))
+        elif node.type == "pipeline":
+            parts = [c for c in node.children if c.is_named]
+            stack.extend((c, piped or k > 0) for k, c in reversed(list(enumerate(parts))))
         elif node.type not in _SKIP:
-            stack.extend(reversed([c for c in node.children if c.is_named]))
-    return commands
+            if node.type == "function_definition" and (name := node.child_by_field_name("name")) is not None:
+                functions.append(_text(name))
+            stack.extend((c, piped) for c in reversed([c for c in node.children if c.is_named]))
+    return commands, functions
 
 
 @lru_cache(maxsize=65536)
@@ -150,4 +163,5 @@ def parse_shell(action: str) -> ShellParse:
     tree = _parser().parse(action.encode("utf-8", "surrogatepass"))
     root = tree.root_node
     error = _first_error(root) if root.has_error else None
-    return ShellParse(tuple(_walk(root)), root.has_error, error)
+    commands, functions = _walk(root)
+    return ShellParse(tuple(commands), root.has_error, error, tuple(functions))

@@ -12,6 +12,8 @@ class StepContext:
     ``action`` is the parsed policy action (``actions.parse_output``); ``expert_action`` the expert's action at
     the same step. ``instance_id``, ``trajectory_hash`` and ``step`` (0-based index of the target step) locate the
     expert state the effect layer restores; they are None when scoring offline pairs.
+    ``executables`` are the command names the instance image can run (None: ``commands.DEFAULT_EXECUTABLES``);
+    ``created_files`` the repository paths earlier steps created (None: unknown), so ``./reproduce.sh`` is known.
     """
 
     expert_action: str
@@ -20,6 +22,8 @@ class StepContext:
     instance_id: str | None = None
     trajectory_hash: str | None = None
     step: int | None = None
+    executables: frozenset[str] | None = None
+    created_files: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

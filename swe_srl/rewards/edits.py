@@ -1,18 +1,23 @@
-"""What a bash action writes: file edits (sed -i, editor tool, heredoc/echo redirects) and inline Python.
+"""What a bash action writes: file edits (sed -i, editor tools, heredoc/echo redirects, ``python -c`` writes) and
+inline Python.
 
 Shared by the syntax layer (does the written Python still parse?) and the semantic layer (is it the same edit?).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from swe_srl.rewards.bashparse import ShellCommand
 
 PYTHONS = frozenset({"python", "python3", "python2", "pypy3"} | {f"python3.{m}" for m in range(6, 15)})
 EDITOR = "str_replace_editor"
 _MULTI_SLASH = re.compile(r"/{2,}")
+_FILE_NAME = re.compile(r"^[\w./-]+\.\w+$")
+_WRITERS = frozenset({"write_text", "write", "writelines"})
 
 
 @dataclass(frozen=True)
@@ -131,8 +136,8 @@ def sed_ops(script: str) -> list[tuple[str, str | None, str]]:
 
 def _redirect_target(cmd: ShellCommand) -> tuple[str, str] | None:
     for op, target in cmd.redirects:
-        if op in (">", ">>", ">|", "&>") and not target.isdigit():
-            return ("append" if op == ">>" else "write"), normalize_path(target)
+        if op in (">", "1>", ">>", "1>>", ">|", "&>") and not target.isdigit():
+            return ("append" if op.endswith(">>") else "write"), normalize_path(target)
     return None
 
 
@@ -157,9 +162,41 @@ def command_edits(cmd: ShellCommand) -> list[Edit]:
             for f in files
             for kind, old, new in ops
         ]
+    if cmd.name == "edit" and cmd.heredoc is not None:  # SWE-agent: lines A:B of the open file (path unknown)
+        return [Edit("replace", "", None, cmd.heredoc)]
+    if cmd.name == "create" and cmd.args:  # SWE-agent: a new empty file
+        return [Edit("write", normalize_path(cmd.args[0]), None, "")]
     if cmd.name in ("cat", "echo", "printf", "tee"):
         return _write_edits(cmd)
-    return []
+    return list(python_edits(python_code(cmd)))
+
+
+def _str_args(call: ast.Call, n: int) -> list[str] | None:
+    args = call.args[:n]
+    ok = len(args) == n and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args)
+    return [a.value for a in args] if ok else None  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=16384)
+def python_edits(code: str | None) -> tuple[Edit, ...]:
+    """Edits inline Python makes to one file it names: ``.replace(OLD, NEW)`` on text it writes back, or a literal
+    ``write_text``/``write``; empty when the code writes nothing or the file is not a literal."""
+    if not code or "write" not in code:
+        return ()
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    names = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    path = next((normalize_path(s) for s in names if _FILE_NAME.match(s)), None)
+    if path is None or not any(c.func.attr in _WRITERS for c in calls):  # type: ignore[attr-defined]
+        return ()
+    replaced = [(a[0], a[1]) for c in calls if c.func.attr == "replace" and (a := _str_args(c, 2))]  # type: ignore[attr-defined]
+    if replaced:
+        return tuple(Edit("replace", path, old, new) for old, new in replaced)
+    written = [a[0] for c in calls if c.func.attr in _WRITERS and (a := _str_args(c, 1))]  # type: ignore[attr-defined]
+    return (Edit("write", path, None, written[0]),) if written else ()
 
 
 def _write_edits(cmd: ShellCommand) -> list[Edit]:

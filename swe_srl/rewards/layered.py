@@ -4,6 +4,9 @@
 computed). With the defaults 0.3/0.5/0.2 and all three layers this is exactly 0.3·syntax + 0.5·semantic +
 0.2·effect; when the effect layer does not run (effect off) the weights are renormalized over syntax and semantic
 (0.375/0.625), so the expert's own action still scores 1.0. Any format error scores −1.
+``safe`` gates the total: an action with a destructive operation the expert's action does not do (``harm.py``:
+``rm -rf``, ``git reset --hard``, truncating a file, discarding a read's output) scores 0 — below any harmless
+action, a bash syntax error included — and its semantic layer is 0 too.
 The ``srl`` mode is the paper's reward: the similarity alone (the effect layer is never run for it).
 """
 
@@ -16,13 +19,17 @@ from typing import Literal
 from swe_srl.core.actions import parse_output
 from swe_srl.errors import ActionFormatError, ConfigError
 from swe_srl.rewards.context import RewardResult, StepContext
+from swe_srl.rewards.harm import unexpected_harm
 from swe_srl.rewards.semantic import semantic_similarity
 from swe_srl.rewards.similarity import similarity
-from swe_srl.rewards.syntax import syntax_score
+from swe_srl.rewards.syntax import syntax_layer
 
 Mode = Literal["srl", "layered"]
 MODES: tuple[str, ...] = ("srl", "layered")
-MODE_COMPONENTS = {"srl": ("format", "similarity"), "layered": ("format", "similarity", "syntax", "semantic")}
+MODE_COMPONENTS = {
+    "srl": ("format", "similarity"),
+    "layered": ("format", "similarity", "syntax", "semantic", "safe"),
+}
 
 
 @dataclass(frozen=True)
@@ -71,12 +78,13 @@ def score_step(
     components = {"format": 1.0, "similarity": similarity(ctx.expert_action, ctx.action)}
     if mode == "srl":
         return RewardResult(components["similarity"], components)
-    components["syntax"] = syntax_score(ctx.action)
-    components["semantic"] = semantic_similarity(ctx.expert_action, ctx.action, fuzzy=fuzzy)
+    components["syntax"] = syntax_layer(ctx)
+    components["semantic"] = semantic_similarity(ctx.expert_action, ctx.action, fuzzy, ctx.created_files)
+    components["safe"] = 0.0 if unexpected_harm(ctx.expert_action, ctx.action, ctx.created_files) else 1.0
     if effect is not None:
         value = effect(ctx) if callable(effect) else effect
         components["effect"] = min(1.0, max(0.0, float(value)))
-    return RewardResult(combine(components, RewardWeights.parse(weights)), components)
+    return RewardResult(components["safe"] * combine(components, RewardWeights.parse(weights)), components)
 
 
 def score_output(
@@ -90,8 +98,12 @@ def score_output(
     instance_id: str | None = None,
     trajectory_hash: str | None = None,
     step: int | None = None,
+    executables: frozenset[str] | None = None,
+    created_files: frozenset[str] | None = None,
 ) -> RewardResult:
-    """Reward of one model output against the expert action of the same step (−1 on a format error)."""
+    """Reward of one model output against the expert action of the same step (−1 on a format error).
+
+    ``executables`` / ``created_files``: the step's known commands and created files (``StepContext``)."""
     if mode not in MODES:
         raise ConfigError(f"reward mode={mode!r}: choose one of {', '.join(MODES)}")
     try:
@@ -99,5 +111,14 @@ def score_output(
     except ActionFormatError as exc:
         zeros = dict.fromkeys(MODE_COMPONENTS[mode], 0.0)
         return RewardResult(-1.0, zeros, str(exc))
-    ctx = StepContext(expert_action, parsed.action, parsed.thought, instance_id, trajectory_hash, step)
+    ctx = StepContext(
+        expert_action,
+        parsed.action,
+        parsed.thought,
+        instance_id,
+        trajectory_hash,
+        step,
+        executables,
+        created_files,
+    )
     return score_step(ctx, mode=mode, weights=weights, effect=effect, fuzzy=fuzzy)

@@ -2,8 +2,7 @@
 
 Families: location (``search`` grep/rg/ag/git grep, ``find``, ``view`` cat/head/tail/sed -n/nl/editor view,
 ``list`` ls/tree/editor view of a directory), ``edit``, ``test``, ``python`` (inline code), ``nav`` (cd, echo…,
-low weight), ``submit``, ``other``. Flags become a set (``-rn`` → ``-r``, ``-n``; ``--x=v`` and ``-x v`` → ``-x=v``
-for flags known to take a value; aliases such as ``--recursive`` → ``-r``); paths are normalized (``./a`` → ``a``).
+low weight), ``submit``, ``other``. Flags become a set (``flags.split_flags``); paths are normalized (``./a`` → ``a``).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from swe_srl.rewards.bashparse import ShellCommand, parse_shell
+from swe_srl.rewards.commands import unwrap
 from swe_srl.rewards.edits import (
     EDITOR,
     PYTHONS,
@@ -23,6 +23,7 @@ from swe_srl.rewards.edits import (
     python_code,
 )
 from swe_srl.rewards.edits import sed_call as _sed_call
+from swe_srl.rewards.flags import split_flags
 
 SEARCH = {
     "grep": "grep",
@@ -38,35 +39,21 @@ LIST = frozenset({"ls", "tree"})
 NAV = frozenset({"cd", "pwd", "echo", "true", "clear", "export", "source", "set", "sleep", "which"})
 TESTS = frozenset({"pytest", "py.test", "tox", "nosetests", "unittest", "runtests.py", "nox"})
 LOCATION = frozenset({"search", "find", "view", "list"})
-_VALUE_FLAGS = {
-    "grep": {"-e", "-f", "-A", "-B", "-C", "-m", "--include", "--exclude", "--exclude-dir"},
-    "rg": {"-e", "-g", "-t", "-T", "-A", "-B", "-C", "-m", "--glob", "--type", "--include"},
-    "ag": {"-G", "-A", "-B", "-C", "-m", "--include"},
-    "head": {"-n", "-c"},
-    "tail": {"-n", "-c"},
-    "pytest": {
-        "-k",
-        "-m",
-        "-p",
-        "--tb",
-        "-c",
-        "--rootdir",
-        "-n",
-        "--maxfail",
-        "-W",
-        "-o",
-        "--deselect",
-        "--ignore",
-    },
-    "tox": {"-e", "-c"},
-}
-_ALIASES = {
-    "--recursive": "-r", "-R": "-r", "--line-number": "-n", "--ignore-case": "-i", "--files-with-matches": "-l",
-    "--word-regexp": "-w", "--count": "-c", "--fixed-strings": "-F", "--lines": "-n", "--glob": "--include",
-    "-g": "--include", "-G": "--include", "--regexp": "-e", "--extended-regexp": "-E",
-}  # fmt: skip
-_IGNORED_FLAGS = frozenset(
-    {"-H", "--color", "--colour", "-v", "-q", "-s", "-vv", "--no-header", "-rA", "--tb"}
+GIT_READS = frozenset(f"git {sub}" for sub in ("status", "diff", "log", "show", "blame", "branch"))
+FILTERS = frozenset(
+    {"head", "tail", "sort", "uniq", "wc", "cut", "tr", "nl", "cat", "less", "more", "column"}
+)
+_FIND_SELECT = (
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-regex",
+    "-iregex",
+    "-newer",
+    "-size",
+    "-exec",
+    "-delete",
 )
 _FIND_NOVALUE = frozenset(
     {"-print", "-print0", "-delete", "-o", "-a", "-not", "-ls", "-empty", "-quit", "-and", "-or"}
@@ -88,57 +75,6 @@ class Unit:
     edit: Edit | None = None
     code: str | None = None
     weight: float = 1.0
-
-
-def split_flags(name: str, args: tuple[str, ...] | list[str]) -> tuple[frozenset[str], list[str]]:
-    """argv → (flag set, positional args)."""
-    takes_value = _VALUE_FLAGS.get(name, set())
-    flags: set[str] = set()
-    positional: list[str] = []
-    i, end = 0, False
-    while i < len(args):
-        arg = args[i]
-        if end or arg == "-" or not arg.startswith("-") or arg[1:].isdigit():
-            if arg[1:].isdigit() and arg.startswith("-") and name in ("head", "tail") and not end:
-                flags.add(f"-n={arg[1:]}")
-            else:
-                positional.append(arg)
-        elif arg == "--":
-            end = True
-        elif arg.startswith("--"):
-            key, eq, value = arg.partition("=")
-            key = _ALIASES.get(key, key)
-            if not eq and key in takes_value and i + 1 < len(args):
-                value, eq, i = args[i + 1], "=", i + 1
-            flags.add(f"{key}={value}" if eq else key)
-        elif _ALIASES.get(arg[:2], arg[:2]) in takes_value:
-            key = _ALIASES.get(arg[:2], arg[:2])
-            value = arg[2:]
-            if not value and i + 1 < len(args):
-                value, i = args[i + 1], i + 1
-            flags.add(f"{key}={value}")
-        elif arg[1:].isalnum() and name not in ("find", "python", "java"):
-            i = _cluster(arg, args, i, takes_value, flags)
-        else:
-            flags.add(_ALIASES.get(arg, arg))
-        i += 1
-    return frozenset(f for f in flags if f.partition("=")[0] not in _IGNORED_FLAGS), positional
-
-
-def _cluster(
-    arg: str, args: tuple[str, ...] | list[str], i: int, takes_value: set[str], flags: set[str]
-) -> int:
-    """``-rnA3`` / ``-rnA 3`` → -r, -n, -A=3; returns the index of the last argument consumed."""
-    for pos, ch in enumerate(arg[1:], start=1):
-        key = _ALIASES.get(f"-{ch}", f"-{ch}")
-        if key in takes_value:
-            value = arg[pos + 1 :]
-            if not value and i + 1 < len(args):
-                value, i = args[i + 1], i + 1
-            flags.add(f"{key}={value}")
-            return i
-        flags.add(key)
-    return i
 
 
 def _search(name: str, args: tuple[str, ...]) -> Unit:
@@ -172,6 +108,8 @@ def _find(args: tuple[str, ...]) -> Unit:
         else:
             preds.append(arg)
         i += 1
+    if not any(p.startswith(_FIND_SELECT) for p in preds):  # ``find DIR -maxdepth 1``: a listing
+        return Unit("list", "ls", paths=paths)
     return Unit("find", "find", frozenset(preds), paths=paths)
 
 
@@ -197,7 +135,7 @@ def _view(name: str, args: tuple[str, ...]) -> Unit:
 def _editor(cmd: ShellCommand) -> list[Unit]:
     command, path, options = editor_call(cmd.args)
     if command == "view":
-        if "." not in path.rsplit("/", 1)[-1]:
+        if path == "." or "." not in path.rsplit("/", 1)[-1]:
             return [Unit("list", "ls", paths=(path,))]
         bounds = options.get("view_range", "").split()
         span = None
@@ -214,7 +152,11 @@ def _test(name: str, args: tuple[str, ...]) -> Unit:
     flags, pos = split_flags("pytest" if name != "tox" else "tox", args)
     kexpr = next((f[3:] for f in flags if f.startswith("-k=")), "")
     flags = frozenset(f for f in flags if not f.startswith("-k="))
-    return Unit("test", "pytest", flags, paths=tuple(normalize_path(p) for p in pos), pattern=kexpr)
+    targets = tuple(normalize_path(p) for p in pos)
+    # ``f.py -k name`` ≈ ``f.py::name``
+    if kexpr.isidentifier() and len(targets) == 1 and "::" not in targets[0]:
+        targets, kexpr = (f"{targets[0]}::{kexpr}",), ""
+    return Unit("test", "pytest", flags, paths=targets, pattern=kexpr)
 
 
 def _python(cmd: ShellCommand) -> Unit:
@@ -233,8 +175,34 @@ def _python(cmd: ShellCommand) -> Unit:
     return Unit("other", "python", flags, tuple(normalize_path(p) for p in pos))
 
 
+def _harness(name: str, args: tuple[str, ...]) -> Unit:
+    """SWE-agent's windowed tools (``open``, ``search_dir``, ``search_file``, ``find_file``) as location units."""
+    if name == "open":
+        line = int(args[1]) if len(args) > 1 and args[1].isdigit() else 50
+        span = (max(1, line - 50), max(1, line - 50) + 99)
+        return Unit("view", "cat", paths=tuple(normalize_path(a) for a in args[:1]), span=span)
+    if name == "find_file":
+        where = tuple(normalize_path(a) for a in args[1:2]) or (".",)
+        return Unit("find", "find", frozenset(f"-name={a}" for a in args[:1]), paths=where)
+    recursive = name == "search_dir"
+    where = tuple(normalize_path(a) for a in args[1:2]) or ((".",) if recursive else ("",))
+    flags = frozenset({"-r", "-n"} if recursive else {"-n"})
+    return Unit("search", "grep", flags, args, pattern=args[0] if args else "", paths=where)
+
+
+def _git(args: tuple[str, ...]) -> Unit:
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in ("-C", "-c") else 1
+    if i >= len(args):
+        return Unit("other", "git", *split_flags("git", args))
+    flags, pos = split_flags("git", args[i + 1 :])
+    return Unit("git", f"git {args[i]}", flags, tuple(normalize_path(p) for p in pos))
+
+
 def to_units(cmd: ShellCommand) -> list[Unit]:
     """Normalize one command (a ``sed -i`` over two files gives two edit units)."""
+    cmd = unwrap(cmd)
     name, args = cmd.name, cmd.args
     if name == "git" and args and args[0] == "grep":
         name, args = "git-grep", args[1:]
@@ -258,23 +226,44 @@ def to_units(cmd: ShellCommand) -> list[Unit]:
         return [_python(cmd)]
     if name == "submit":
         return [Unit("submit", "submit")]
+    if name in ("open", "search_dir", "search_file", "find_file"):
+        return [_harness(name, args)]
+    if name == "git":
+        return [_git(args)]
     if name in NAV:
         return [Unit("nav", name, args=args, weight=0.2)]
     flags, pos = split_flags(name, args)
     return [Unit("other", name, flags, tuple(pos))]
 
 
+def _piped(unit: Unit, prev: Unit, xargs: bool) -> Unit | None:
+    """A command reading a pipe: a narrower view, one search (``find … | xargs grep``, ``cat f | grep``), or a
+    light filter (``| head``, ``find … | grep name``)."""
+    if unit.family == "view" and not unit.paths and prev.family == "view":
+        return Unit("view", "cat", paths=prev.paths, span=unit.span or prev.span)
+    searched = unit.family == "search" and unit.paths == ("-",)
+    if searched and xargs and prev.family in ("find", "list"):  # the files found are searched
+        names = frozenset(f"--include={f[6:]}" for f in prev.flags if f.startswith("-name="))
+        flags = unit.flags | {"-r"} | names
+        return Unit("search", unit.name, flags, unit.args, pattern=unit.pattern, paths=prev.paths)
+    if searched and not xargs and prev.family == "view":  # the text read is searched
+        return Unit("search", unit.name, unit.flags, unit.args, pattern=unit.pattern, paths=prev.paths)
+    if unit.name in FILTERS or (unit.family in ("search", "view") and unit.paths in ((), ("-",))):
+        return Unit("filter", unit.name, unit.flags, unit.args, pattern=unit.pattern, weight=0.2)
+    return None
+
+
 @lru_cache(maxsize=65536)
 def action_units(action: str) -> tuple[Unit, ...]:
-    """All units of an action, in order; a path-less ``sed -n``/``head`` after a view narrows that view."""
+    """All units of an action, in order; commands reading a pipe are folded by :func:`_piped`."""
     units: list[Unit] = []
     for cmd in parse_shell(action).commands:
         for unit in to_units(cmd):
-            prev = units[-1] if units else None
-            if unit.family == "view" and not unit.paths and prev is not None and prev.family == "view":
-                units[-1] = Unit("view", "cat", paths=prev.paths, span=unit.span or prev.span)
+            folded = _piped(unit, units[-1], cmd.name == "xargs") if cmd.piped and units else None
+            if folded is not None and folded.family != "filter":
+                units[-1] = folded
             else:
-                units.append(unit)
+                units.append(folded or unit)
     return tuple(units)
 
 

@@ -1,19 +1,25 @@
-"""The semantic layer ∈ [0, 1]: similarity of two actions' normalized syntax trees.
+"""The semantic layer ∈ [0, 1]: similarity of two actions' normalized syntax trees (docs/rewards.md has examples).
 
-Both actions become lists of :class:`~swe_srl.rewards.normalize.Unit` (one per simple command or file edit). Units
-are paired greedily by score; the action score is a weighted Dice coefficient over the pairs (``cd``/``echo``
-weigh 0.2), times 0.9 when the pairs are out of order. Per-pair rules by family:
+An action with a destructive operation the expert's action does not do (``harm.py``) scores 0. Otherwise both
+actions become lists of :class:`~swe_srl.rewards.normalize.Unit` (one per simple command or file edit), paired
+greedily by score; the action score is the F1 of recall (how much of the expert's units the pairs cover) and
+precision (how much of the action's units match), each weighted per unit: reads, ``cd``/``echo`` and pipe filters
+weigh half of what edits, test runs and other commands weigh (``cd``/``echo``/filters 0.1, reads 0.5, others 1),
+so extra commands cost, extra edits most. Out-of-order pairs cost a factor 0.9. Per-pair rules by family:
 
-* **location** — search (grep ≈ rg ≈ ag ≈ git grep): 0.45 pattern, 0.35 paths, 0.2 flags; find: 0.4 paths,
-  0.6 predicates; view (cat ≈ head ≈ tail ≈ sed -n ≈ editor view): 0.75 path, 0.25 line-range overlap; list: paths
-  and flags. Different location families still share 0.25 × path similarity; argument order counts through the
-  pairing order.
-* **edit** — sed -i / editor str_replace / create / insert / heredoc and echo writes: the target file gates the
-  score (another file keeps at most 0.3 × path similarity), then 0.4 old text + 0.6 new text (Python compared by
-  ``ast.dump``; sed patterns read as literals when they are); another edit kind costs 0.2.
-* **test** — pytest ≈ python -m pytest ≈ tox ≈ unittest: target accuracy (file 0.5, class/function ids 0.5),
-  ``-k`` expression; flags 0.1.
-* **python** — inline code by ``ast.dump`` similarity; **other** — name, flags, then positional arguments.
+* **location** — search (grep ≈ rg ≈ ag ≈ git grep ≈ search_dir/search_file, ``find | xargs grep``): 0.45
+  pattern, 0.35 paths, 0.2 flags; find (≈ find_file): 0.4 paths, 0.6 predicates; view (cat ≈ head ≈ tail ≈ sed -n
+  ≈ editor view ≈ open): 0.75 path, 0.25 line-range overlap; list (ls ≈ find -maxdepth ≈ editor view of a
+  folder): 0.7 paths, 0.3 flags. Different location families still share 0.25 × path similarity.
+* **edit** — sed -i / editor str_replace / create / insert / SWE-agent edit / heredoc, echo and ``python -c``
+  writes: the target file gates the score (another file keeps at most 0.3 × path similarity; the open file of
+  ``edit`` 0.7), then 0.3 old text + 0.7 change: 1 when the new texts are equal on the Python AST, else the lower
+  of the new texts' similarity and the similarity of what each edit adds and removes (``pycode.change_sim``).
+  Another edit kind costs 0.2.
+* **test** — pytest ≈ python -m pytest ≈ tox ≈ unittest: 0.9 selection (targets: file 0.5, test ids 0.5;
+  ``f.py -k name`` ≈ ``f.py::name``; half ``-k`` when a -k expression remains), 0.1 flags.
+* **python** — inline code by AST token similarity (``pycode.code_sim``); **git** — the same subcommand by flags
+  and arguments, two different reads (status/diff/log/show) 0.3; **other** — name, flags, positional arguments.
 
 ``fuzzy=True`` relaxes non-key elements: Python names and string constants become placeholders, text compares
 case-insensitively.
@@ -21,58 +27,21 @@ case-insensitively.
 
 from __future__ import annotations
 
-import ast
-import textwrap
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 
 from swe_srl.rewards.edits import Edit
-from swe_srl.rewards.normalize import LOCATION, Unit, action_units
+from swe_srl.rewards.harm import unexpected_harm
+from swe_srl.rewards.normalize import GIT_READS, LOCATION, Unit, action_units
+from swe_srl.rewards.pycode import LIMIT, change_sim, code_sim
 from swe_srl.rewards.similarity import normalize_ws, text_ratio
 from swe_srl.rewards.syntax import sed_literal
-
-_LIMIT = 4_000  # characters of a code/pattern string compared (longer: compared on the prefix)
 
 
 def _text_sim(a: str, b: str, fuzzy: bool) -> float:
     a, b = normalize_ws(a), normalize_ws(b)
     if fuzzy:
         a, b = a.lower(), b.lower()
-    return text_ratio(a, b, _LIMIT)
-
-
-class _Fuzz(ast.NodeTransformer):
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.copy_location(ast.Name(id="_", ctx=node.ctx), node)
-
-    def visit_arg(self, node: ast.arg) -> ast.AST:
-        node.arg = "_"
-        return node
-
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        return ast.copy_location(ast.Constant(value="" if isinstance(node.value, str) else node.value), node)
-
-
-@lru_cache(maxsize=32768)
-def _ast_dump(code: str, fuzzy: bool) -> str | None:
-
-    try:
-        tree = ast.parse(textwrap.dedent(code))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    if fuzzy:
-        tree = _Fuzz().visit(tree)
-    return ast.dump(tree, annotate_fields=False)
-
-
-def code_sim(a: str, b: str, fuzzy: bool = False) -> float:
-    """Python by ``ast.dump`` similarity when both sides parse, else whitespace-normalized text similarity."""
-    if a == b:
-        return 1.0
-    da, db = _ast_dump(a, fuzzy), _ast_dump(b, fuzzy)
-    if da is not None and db is not None:
-        return text_ratio(da, db, _LIMIT)
-    return _text_sim(a, b, fuzzy)
+    return text_ratio(a, b, LIMIT)
 
 
 def path_sim(a: str, b: str) -> float:
@@ -135,12 +104,15 @@ def _edit_text(edit: Edit) -> tuple[str | None, str]:
 
 
 def _edit_sim(a: Edit, b: Edit, fuzzy: bool) -> float:
-    gate = 1.0 if a.path == b.path else 0.3 * path_sim(a.path, b.path)
+    same = a.path == b.path  # "" is the open file of SWE-agent's ``edit``: unknown
+    gate = 1.0 if same else 0.7 if "" in (a.path, b.path) else 0.3 * path_sim(a.path, b.path)
     (old_a, new_a), (old_b, new_b) = _edit_text(a), _edit_text(b)
+    new = code_sim(new_a, new_b, fuzzy)
     if old_a is not None and old_b is not None:
-        content = 0.4 * code_sim(old_a, old_b, fuzzy) + 0.6 * code_sim(new_a, new_b, fuzzy)
+        change = 1.0 if new == 1.0 else min(new, change_sim(old_a, new_a, old_b, new_b, fuzzy))
+        content = 0.3 * code_sim(old_a, old_b, fuzzy) + 0.7 * change
     else:
-        content = code_sim(new_a, new_b, fuzzy)
+        content = new
     return gate * (1.0 if a.kind == b.kind else 0.8) * content
 
 
@@ -180,20 +152,28 @@ def _pair(a: Unit, b: Unit, fuzzy: bool) -> float:
     if family == "edit" and a.edit is not None and b.edit is not None:
         return _edit_sim(a.edit, b.edit, fuzzy)
     if family == "test":
-        targets = soft_set(a.paths, b.paths, _target_sim) if a.paths or b.paths else 1.0
-        kexpr = _text_sim(a.pattern, b.pattern, fuzzy)
-        return name * (0.75 * targets + 0.15 * kexpr + 0.1 * jaccard(a.flags, b.flags))
+        selection = soft_set(a.paths, b.paths, _target_sim) if a.paths or b.paths else 1.0
+        if a.pattern or b.pattern:
+            selection = 0.5 * selection + 0.5 * _text_sim(a.pattern, b.pattern, fuzzy)
+        return name * (0.9 * selection + 0.1 * jaccard(a.flags, b.flags))
     if family == "python":
         return code_sim(a.code or "", b.code or "", fuzzy)
     if a.name != b.name:
-        return 0.0
+        return 0.3 if a.name in GIT_READS and b.name in GIT_READS else 0.0
     args = soft_set(a.args, b.args, path_sim) if a.args or b.args else 1.0
     return 0.2 + 0.8 * (0.25 * jaccard(a.flags, b.flags) + 0.75 * args)
 
 
+def _weight(unit: Unit) -> float:
+    """Reads (and ``cd``/``echo``, pipe filters) cost half as much as edits, test runs and other commands when one
+    side runs them and the other does not."""
+    reads = unit.family in LOCATION or unit.family in ("nav", "filter") or unit.name in GIT_READS
+    return unit.weight * (0.5 if reads else 1.0)
+
+
 def units_similarity(ua: Sequence[Unit], ub: Sequence[Unit], fuzzy: bool = False) -> float:
-    """Weighted Dice over greedily paired units, times 0.9 if the pairing is out of order."""
-    total_weight = sum(u.weight for u in ua) + sum(u.weight for u in ub)
+    """F1 of weighted recall (expert units ``ua`` covered) and precision (action units ``ub`` that match) over
+    greedily paired units, times 0.9 if the pairing is out of order."""
     if not ua or not ub:
         return 1.0 if not ua and not ub else 0.0
     scores = sorted(
@@ -201,19 +181,28 @@ def units_similarity(ua: Sequence[Unit], ub: Sequence[Unit], fuzzy: bool = False
     )
     used_a: dict[int, int] = {}
     used_b: set[int] = set()
-    matched = 0.0
+    recall = precision = 0.0
     for score, i, j in scores:
         if score > 0 and i not in used_a and j not in used_b:
             used_a[i] = j
             used_b.add(j)
-            matched += score * (ua[i].weight + ub[j].weight)
+            recall += score * _weight(ua[i])
+            precision += score * _weight(ub[j])
+    recall /= sum(_weight(u) for u in ua)
+    precision /= sum(_weight(u) for u in ub)
+    if recall + precision == 0:
+        return 0.0
     order = [used_a[i] for i in sorted(used_a)]
     in_order = all(x < y for x, y in zip(order, order[1:], strict=False))
-    return min(1.0, matched / total_weight) * (1.0 if in_order else 0.9)
+    return min(1.0, 2 * recall * precision / (recall + precision)) * (1.0 if in_order else 0.9)
 
 
-def semantic_similarity(expert_action: str, action: str, fuzzy: bool = False) -> float:
-    """Semantic similarity of two bash actions ∈ [0, 1]: identical → 1.0, unrelated → ~0."""
+def semantic_similarity(
+    expert_action: str, action: str, fuzzy: bool = False, created_files: frozenset[str] | None = None
+) -> float:
+    """Semantic similarity of two bash actions ∈ [0, 1]: identical → 1.0, unrelated or destructive → 0."""
     if normalize_ws(expert_action) == normalize_ws(action):
         return 1.0
+    if unexpected_harm(expert_action, action, created_files):
+        return 0.0
     return units_similarity(action_units(expert_action), action_units(action), fuzzy)

@@ -1,4 +1,8 @@
-"""The syntax layer ∈ {0, 1}: the action parses as bash, and the Python it writes or runs inline still parses.
+"""The syntax layer ∈ {0, 1}: the action parses as bash, bash would find every command word, and the Python it
+writes or runs inline still parses. The expert's own action always passes (its command words are known).
+
+Command words are judged by ``commands.unknown_commands`` (builtins, functions the action defines, the image's
+executables or the default set, harness tools, files earlier steps created, the expert's own words).
 
 Checked Python, without executing anything:
 
@@ -27,7 +31,10 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from swe_srl.rewards.bashparse import parse_shell
+from swe_srl.rewards.commands import unknown_commands
+from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.edits import Edit, command_edits, is_python_path, python_code
+from swe_srl.rewards.similarity import normalize_ws
 
 _CONTINUATION = re.compile(r"^(elif|else|except|finally)\b")
 _BACKREF = re.compile(r"\\[1-9]")
@@ -121,10 +128,11 @@ def edit_problem(edit: Edit) -> str | None:
     return None
 
 
-def syntax_problems(action: str) -> list[str]:
-    """Every syntax problem of an action (empty list: the action is syntactically valid)."""
+def syntax_problems(action: str, ctx: StepContext | None = None) -> list[str]:
+    """Every syntax problem of an action (empty list: valid); ``ctx``: the step's known commands and files."""
     parsed = parse_shell(action)
     problems = [f"bash: {parsed.error}"] if parsed.has_error else []
+    problems.extend(f"{word}: command not found" for word in unknown_commands(action, ctx))
     for cmd in parsed.commands:
         code = python_code(cmd)
         if code is not None and not _parses(code):
@@ -134,9 +142,16 @@ def syntax_problems(action: str) -> list[str]:
 
 
 @lru_cache(maxsize=16384)
-def syntax_score(action: str) -> float:
-    """1.0 when the action parses as bash and all Python it writes or runs parses, else 0.0."""
-    return 0.0 if syntax_problems(action) else 1.0
+def syntax_score(action: str, ctx: StepContext | None = None) -> float:
+    """1.0 when the action parses as bash, every command word is known and all Python it writes parses, else 0.0."""
+    return 0.0 if syntax_problems(action, ctx) else 1.0
+
+
+def syntax_layer(ctx: StepContext) -> float:
+    """The syntax layer of one step: 1.0 for the expert's own action, else :func:`syntax_score` in its context."""
+    if normalize_ws(ctx.action) == normalize_ws(ctx.expert_action):
+        return 1.0
+    return syntax_score(ctx.action, ctx)
 
 
 def edited_python_paths(action: str) -> list[str]:

@@ -26,7 +26,10 @@ CASES = [
     ("<think>x", GREP, "layered", -1.0),  # unclosed think block
     (out("```bash\nls\n```\n```bash\nls\n```"), GREP, "layered", -1.0),  # two action blocks
     (out(""), GREP, "srl", -1.0),  # empty action
-    (out('echo "unterminated'), 'echo "unterminated', "layered", 0.625),  # syntax 0, semantic 1 → 0.5/0.8
+    (out('echo "unterminated'), 'echo "unterminated', "layered", 1.0),  # the expert's own action, even broken
+    (out('echo "unterminated'), "echo unterminated", "layered", 0.25),  # syntax 0, semantic 0.4 → 0.625·0.4
+    (out("rm -rf src"), GREP, "layered", 0.0),  # a destructive command the expert did not run scores 0
+    (out("pytestbedit"), GREP, "layered", 0.0),  # bash: command not found (syntax 0), unrelated (semantic 0)
 ]
 
 
@@ -67,9 +70,23 @@ def test_effect_layer_weights() -> None:
     )  # srl never runs it
 
 
+def test_step_context_commands_and_created_files() -> None:
+    run = out("./reproduce.sh && rg foo src")
+    assert score_output(run, GREP).components["syntax"] == 1.0  # default set, created files unknown
+    assert score_output(run, GREP, created_files=frozenset({"reproduce.sh"})).components["syntax"] == 1.0
+    assert score_output(run, GREP, created_files=frozenset()).components["syntax"] == 0.0
+    no_rg = score_output(
+        run, GREP, executables=frozenset({"grep"}), created_files=frozenset({"reproduce.sh"})
+    )
+    assert no_rg.components["syntax"] == 0.0
+    deleted = score_output(out("rm reproduce.sh"), GREP, created_files=frozenset({"reproduce.sh"}))
+    assert deleted.components["safe"] == 1.0  # deleting a file an earlier step created harms nothing
+
+
 def test_weights_and_bad_options() -> None:
-    result = score_output(out('echo "x'), 'echo "x', weights={"syntax": 1.0, "semantic": 1.0})
-    assert result.total == pytest.approx(0.5)
+    result = score_output(out("rg 'def parse' src/pkg"), GREP, weights={"syntax": 1.0, "semantic": 1.0})
+    assert result.components["syntax"] == 1.0 and result.components["semantic"] < 1.0
+    assert result.total == pytest.approx((1.0 + result.components["semantic"]) / 2)
     with pytest.raises(ConfigError, match="sytax"):
         score_output(out("ls"), "ls", weights={"sytax": 1.0})
     with pytest.raises(ConfigError, match="outcome"):

@@ -44,6 +44,24 @@ CASES = [
     ),
     (EDIT, "sed -i 's/return x\\[0\\]/return x[0] if x else None/' src/pkg/io.py", 0.0, 0.3),  # wrong file
     (EDIT, "sed -i 's/return x\\[0\\]/return None/' src/pkg/core.py", 0.5, 0.85),  # other replacement
+    (  # the change matters: the wrong operator on the right line is well below an equivalent fix
+        "sed -i 's/return a - b/return a + b/' calc.py",
+        "sed -i 's/return a - b/return a * b/' calc.py",
+        0.4,
+        0.6,
+    ),
+    (
+        "sed -i 's/return a - b/return a + b/' calc.py",
+        "sed -i 's/return a - b/return (a + b)/' calc.py",
+        1.0,
+        1.0,
+    ),
+    (  # python -c writes are edits too
+        "sed -i 's/a - b/a + b/' calc.py",
+        "python -c \"import pathlib; p = pathlib.Path('calc.py'); p.write_text(p.read_text().replace('a - b', 'a + b'))\"",
+        1.0,
+        1.0,
+    ),
     (EDIT, "cat src/pkg/core.py", 0.0, 0.0),  # an edit vs a read
     (  # Python compared by AST: formatting and quotes do not matter
         "str_replace_editor create a.py --file_text 'x = {\"a\": 1}\n'",
@@ -57,6 +75,20 @@ CASES = [
     (TEST, "ls tests", 0.0, 0.0),  # not a test run
     ("cd /testbed && " + GREP, GREP, 0.85, 0.95),  # an extra cd costs little
     (GREP + " && cat src/pkg/core.py", "cat src/pkg/core.py && " + GREP, 0.85, 0.95),  # order swapped
+    ("grep -n foo src/a.py", "cat src/a.py | grep -n foo", 1.0, 1.0),  # the text read is searched
+    ("grep -rn foo src", "find src -type f | xargs grep -n foo", 1.0, 1.0),  # the files found are searched
+    ("grep -rn foo src", "find src | grep foo", 0.1, 0.3),  # file names filtered, not their content
+    ("grep -rn foo src", "grep -rn foo src | grep -v test", 0.85, 0.95),  # a pipe filter costs little
+    ("grep -rn foo src", "grep -rn foo src && pip install foo", 0.4, 0.6),  # an extra command costs more
+    ("git diff", "git status", 0.3, 0.3),  # two different git reads
+    ("git diff", "git diff --stat", 0.6, 0.85),  # the same read, another flag
+    (  # precision: an extra edit costs more than an extra read
+        EDIT,
+        EDIT + " && sed -i 's/y = 1/y = 2/' src/pkg/core.py",
+        0.6,
+        0.7,
+    ),
+    (EDIT, EDIT + " && git diff", 0.75, 0.85),  # an extra read after the same edit
     ("submit", "submit", 1.0, 1.0),  # submit
     ("submit", "ls", 0.0, 0.0),  # submit vs anything else
     ("", "ls", 0.0, 0.0),  # empty expert

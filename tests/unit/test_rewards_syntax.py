@@ -2,7 +2,14 @@
 
 import pytest
 
-from swe_srl.rewards.syntax import check_python_files, edited_python_paths, fragment_parses, syntax_score
+from swe_srl.rewards.context import StepContext
+from swe_srl.rewards.syntax import (
+    check_python_files,
+    edited_python_paths,
+    fragment_parses,
+    syntax_layer,
+    syntax_score,
+)
 
 HEREDOC_OK = "cat > fix.py <<'EOF'\ndef f(x):\n    return x + 1\nEOF"
 HEREDOC_BAD = "cat > fix.py <<'EOF'\ndef f(x)\n    return x + 1\nEOF"
@@ -89,3 +96,35 @@ def test_edited_python_paths() -> None:
         "sed -i 's/a/b/' ./pkg/a.py notes.md && str_replace_editor create /testbed/pkg/b.py --file_text 'x'"
     )
     assert edited_python_paths(action) == ["pkg/a.py", "pkg/b.py"]
+
+
+# (action, executables, created_files, expert, expected syntax score)
+WORDS = [
+    ("pytestbedit tests", None, None, "", 0.0),  # made-up command word: bash says "command not found"
+    ("gerp -rn foo src", None, None, "", 0.0),  # a typo of grep
+    ("ls | xargs -0 grepx foo", None, None, "", 0.0),  # the command xargs runs is checked too
+    ("rg foo src && python3.11 -m pytest -q", None, None, "", 1.0),  # default set: rg, versioned python
+    ("f() { ls; }; f", None, None, "", 1.0),  # a function the action defines
+    ("find_file parser.py && submit", None, None, "", 1.0),  # harness tools and submit
+    ("$PY -c 'print(1)'", None, None, "", 1.0),  # an expansion is not judged
+    ("./reproduce.sh", None, None, "", 1.0),  # created files unknown: a path may exist
+    ("./reproduce.sh", None, frozenset({"reproduce.sh"}), "", 1.0),  # an earlier step created it
+    ("./reproduce.sh", None, frozenset(), "", 0.0),  # nothing created it
+    ("/usr/bin/python3 x.py", None, None, "", 1.0),  # a system path: its basename is known
+    ("rg foo src", frozenset({"grep", "ls"}), None, "", 0.0),  # the image has no rg
+    ("mytool --check", frozenset({"mytool"}), None, "", 1.0),  # the image has it
+    ("mytool --check", None, None, "mytool --fix", 1.0),  # the expert's own command words are known
+]
+
+
+@pytest.mark.parametrize(("action", "executables", "created", "expert", "expected"), WORDS)
+def test_command_words(action: str, executables, created, expert: str, expected: float) -> None:
+    ctx = StepContext(expert, action, executables=executables, created_files=created)
+    assert syntax_score(action, ctx) == expected
+
+
+def test_expert_action_passes_its_own_syntax_layer() -> None:
+    broken = 'pytestbedit "unterminated'
+    assert syntax_score(broken, StepContext("ls", broken)) == 0.0  # a bash error stays an error elsewhere
+    assert syntax_layer(StepContext(broken, broken)) == 1.0
+    assert syntax_layer(StepContext("grep -rn foo src", "lsx", executables=frozenset({"lsx"}))) == 1.0

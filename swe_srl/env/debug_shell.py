@@ -13,7 +13,8 @@ from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.errors import SandboxError
-from swe_srl.trajectories.expert_state import WORKDIR, cwd_of, expert_states, open_sandbox, restore
+from swe_srl.infra.sandbox.factory import open_sandbox
+from swe_srl.trajectories.expert_state import WORKDIR, cwd_of, expert_states, restore
 from swe_srl.trajectories.schema import Trajectory
 
 
@@ -49,7 +50,7 @@ def open_shell(
     previous = {sig: signal.signal(sig, _raise_exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
     previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
     try:
-        with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
+        with open_sandbox(instance, profile="shell", repos_dir=repos_dir) as sandbox:
             cwd = WORKDIR
             if state is not None:
                 restore(sandbox, state, step or 0)

@@ -32,8 +32,9 @@ from swe_srl.errors import (
 )
 from swe_srl.grading.runner import grade
 from swe_srl.infra.recipes import instance_image
-from swe_srl.infra.sandbox.base import ExecResult, Limits, SandboxSpec
+from swe_srl.infra.sandbox.base import ExecResult, Limits
 from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.factory import sandbox_spec
 from swe_srl.rewards import EFFECT_MODES, score_output
 from swe_srl.rewards.effect_sandbox import SandboxEffect
 from swe_srl.trajectories.expert_state import expert_states, restore
@@ -331,7 +332,7 @@ class SWEEnv(gymnasium.Env[str, str]):
 
         image = instance_image(instance, repos_dir=self._repos_path)
         limits = replace(self.limits, episode_timeout_s=self.limits.episode_timeout_s + SANDBOX_GRACE_S)
-        spec = SandboxSpec(image=image, workdir=WORKDIR, limits=limits, base_commit=instance.base_commit)
+        spec = sandbox_spec(image, profile="episode", base_commit=instance.base_commit, limits=limits)
         if self.warm_pool is not None:
             return self.warm_pool.acquire(spec)  # started ahead of time; the pool refills in the background
         sandbox = DockerSandbox(spec)

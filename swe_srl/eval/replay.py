@@ -15,8 +15,9 @@ from rich.text import Text
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import format_output
+from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.rewards import score_output
-from swe_srl.trajectories.expert_state import ExpertState, open_sandbox, replay_steps, save_state
+from swe_srl.trajectories.expert_state import ExpertState, replay_steps, save_state
 from swe_srl.trajectories.schema import Trajectory
 
 _NORMALIZERS = [
@@ -73,7 +74,7 @@ def replay(
 
     rows: list[ReplayRow] = []
     state = ExpertState(diffs=[], cwds=[])
-    with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
+    with open_sandbox(instance, profile="expert", repos_dir=repos_dir) as sandbox:
         for index, result, diff, cwd in replay_steps(sandbox, traj):
             step = traj.steps[index]
             state.diffs.append(diff)

@@ -19,9 +19,8 @@ from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, parse_report, parse
 from swe_srl.benchmark.specs import eval_prelude, test_command
 from swe_srl.benchmark.verdicts import GradeResult, stray_statuses, strip_test_edits, verdict
 from swe_srl.errors import SweSrlError
-from swe_srl.infra.recipes import instance_image
-from swe_srl.infra.sandbox.base import Limits, Sandbox, SandboxSpec
-from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.base import Sandbox
+from swe_srl.infra.sandbox.factory import GRADING_GRACE_S, GRADING_TIMEOUT_S, open_sandbox
 
 _PYTEST = re.compile(r"^((?:python3? -m )?pytest)\b")
 
@@ -76,18 +75,15 @@ def run_tests(sandbox: Sandbox, instance: Instance) -> dict[str, str]:
 
 
 def grade(
-    instance: Instance, model_patch: str, *, repos_dir: Path | None = None, timeout: float = 1800
+    instance: Instance, model_patch: str, *, repos_dir: Path | None = None, timeout: float = GRADING_TIMEOUT_S
 ) -> GradeResult:
     """Grade ``model_patch`` in a fresh container from the instance image (see module doc for statuses)."""
     result = GradeResult(instance.instance_id, "error")
     patch, result.reverted_test_files = strip_test_edits(instance, model_patch)
     clock = time.perf_counter()
     try:
-        image = instance_image(instance, repos_dir=repos_dir)
-        limits = Limits(memory="4g", command_timeout_s=timeout, episode_timeout_s=timeout + 300)
-        with DockerSandbox(
-            SandboxSpec(image=image, limits=limits, base_commit=instance.base_commit)
-        ) as sandbox:
+        limits = {"command_timeout_s": timeout, "episode_timeout_s": timeout + GRADING_GRACE_S}
+        with open_sandbox(instance, profile="grading", repos_dir=repos_dir, limits=limits) as sandbox:
             result.timings["start"] = time.perf_counter() - clock
             if patch.strip():
                 ok, out = _apply(sandbox, patch)

@@ -20,12 +20,13 @@ from swe_srl.core.actions import is_submit
 from swe_srl.core.patches import file_diffs
 from swe_srl.errors import ConfigError
 from swe_srl.grading.runner import run_tests
+from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.effect import EFFECT_MODES
 from swe_srl.rewards.syntax import check_python_files
 from swe_srl.trajectories.decompose import executed_steps
-from swe_srl.trajectories.expert_state import ExpertState, expert_states, open_sandbox, restore, tree_hash
+from swe_srl.trajectories.expert_state import ExpertState, expert_states, restore, tree_hash
 from swe_srl.trajectories.schema import Trajectory
 
 
@@ -152,14 +153,14 @@ class SandboxEffect:
         cached = self._load("tests", instance.instance_id, tree)
         if cached is not None:
             return cached
-        with open_sandbox(instance, repos_dir=self.repos_dir) as sandbox:
+        with open_sandbox(instance, profile="effect", repos_dir=self.repos_dir) as sandbox:
             self.sandbox_starts += 1
             restore(sandbox, state, step + 1)
             return self._tests(sandbox, instance, tree)
 
     def _run_action(self, instance: Instance, state: ExpertState, step: int, action: str):
         """Run ``action`` from the state before ``step``; returns ({tree, python_ok}, the live sandbox)."""
-        sandbox = open_sandbox(instance, repos_dir=self.repos_dir).start()
+        sandbox = open_sandbox(instance, profile="effect", repos_dir=self.repos_dir).start()
         self.sandbox_starts += 1
         try:
             restore(sandbox, state, step)

@@ -19,9 +19,7 @@ from swe_srl.benchmark.instances import Instance, load_jsonl
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist, git_snapshot
 from swe_srl.errors import TaskError
 from swe_srl.infra.engine import engine_answers
-from swe_srl.infra.recipes import instance_image
-from swe_srl.infra.sandbox.base import SandboxSpec
-from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.synth.mutations import unified_diff
 from swe_srl.synth.synthesis import Library, SandboxRunner, TaskRecipe, build_instance, check_mutation, mutate
 
@@ -46,7 +44,7 @@ def _validate_library(
     clean = Instance(f"{lib.key}-clean", lib.repo, commit, "", "", "", version=lib.version,
                      extra={"env": lib.env(), "repo_dir": str(tree)})  # fmt: skip
     ok: dict[str, tuple[str, list[str]]] = {}
-    with DockerSandbox(SandboxSpec(image=instance_image(clean), base_commit=commit)) as sandbox:
+    with open_sandbox(clean, profile="validation") as sandbox:
         runner = SandboxRunner(sandbox, clean)
         base, _ = runner.run("")
         for recipe in recipes:

@@ -16,15 +16,12 @@ from pathlib import Path
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import is_submit
 from swe_srl.errors import SandboxError
-from swe_srl.infra.recipes import instance_image
-from swe_srl.infra.sandbox.base import ExecResult, Limits, SandboxSpec
-from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.base import ExecResult
+from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.trajectories.schema import Trajectory
 
 WORKDIR = "/testbed"
-# Keep bytecode and pytest caches out of the worktree so diffs hold only what actions meant to change.
-SANDBOX_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider"}
 
 
 def tree_hash(diff: str) -> str:
@@ -46,20 +43,6 @@ class ExpertState:
         if step == 0:
             return "", WORKDIR
         return self.diffs[step - 1], self.cwds[step - 1]
-
-
-def open_sandbox(instance: Instance, *, repos_dir: Path | None = None, limits: Limits | None = None):
-    """An unstarted-then-started ``DockerSandbox`` on ``instance``'s image (use it as a context manager)."""
-
-    image = instance_image(instance, repos_dir=repos_dir)
-    spec = SandboxSpec(
-        image=image,
-        workdir=WORKDIR,
-        limits=limits or Limits(command_timeout_s=120.0),
-        base_commit=instance.base_commit,
-        env=dict(SANDBOX_ENV),
-    )
-    return DockerSandbox(spec)
 
 
 def cwd_of(sandbox) -> str:
@@ -100,7 +83,7 @@ def expert_states(
         return ExpertState(diffs=data["diffs"], cwds=data["cwds"])
     diffs: list[str] = []
     cwds: list[str] = []
-    with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
+    with open_sandbox(instance, profile="expert", repos_dir=repos_dir) as sandbox:
         for _, _, diff, cwd in replay_steps(sandbox, traj):
             diffs.append(diff)
             cwds.append(cwd)

@@ -24,8 +24,8 @@ from swe_srl.benchmark.verdicts import verdict
 from swe_srl.errors import SweSrlError, TaskError
 from swe_srl.grading.runner import run_tests
 from swe_srl.infra.recipes import instance_image
+from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.paths import cache_dir
-from swe_srl.trajectories.expert_state import open_sandbox
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl
 from swe_srl.trajectories.scripted_edits import Edit, apply_edits, edit_command, plan_edits
 
@@ -202,7 +202,7 @@ def _one(instance: Instance, seed: int, repos_dir: Path | None) -> Trajectory | 
     """A resolved trajectory, or the reason there is none."""
 
     try:
-        with open_sandbox(instance, repos_dir=repos_dir) as sandbox:
+        with open_sandbox(instance, profile="expert", repos_dir=repos_dir) as sandbox:
             traj = script_trajectory(sandbox, instance, seed=seed)
             traj.resolved = _resolved(sandbox, instance)
     except TaskError as exc:

@@ -11,10 +11,10 @@ pytestmark = pytest.mark.docker
 
 def test_swe_agent_tools_in_sandbox(docker_engine) -> None:
     from swe_srl.benchmark.instances import load_instances
-    from swe_srl.trajectories.expert_state import open_sandbox
+    from swe_srl.infra.sandbox.factory import open_sandbox
 
     instance = load_instances("bundled:train")[0]
-    with open_sandbox(instance) as sandbox:
+    with open_sandbox(instance, profile="expert") as sandbox:
         which = sandbox.run("command -v open edit search_file swe_agent_tools.py str_replace_editor")
         assert which.exit_code == 0 and which.output.split() == [
             f"/usr/local/bin/{name}"

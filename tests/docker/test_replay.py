@@ -33,13 +33,14 @@ def test_replay_reproduces_observations(expert) -> None:
 
 
 def test_restore_gives_recorded_tree(expert) -> None:
-    from swe_srl.trajectories.expert_state import expert_states, open_sandbox, restore
+    from swe_srl.infra.sandbox.factory import open_sandbox
+    from swe_srl.trajectories.expert_state import expert_states, restore
 
     traj, instance = expert
     state = expert_states(traj, instance)
     assert len(state.diffs) == len(traj.steps) and state.diffs[-1] == traj.patch
     k = next(i for i, d in enumerate(state.diffs) if d)  # the first step that changed the tree
-    with open_sandbox(instance) as sandbox:
+    with open_sandbox(instance, profile="expert") as sandbox:
         restore(sandbox, state, k + 1)
         assert sandbox.diff() == state.diffs[k]
         assert sandbox.run("pwd").output.strip() == state.cwds[k]

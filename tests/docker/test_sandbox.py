@@ -210,3 +210,23 @@ def test_base_images_per_python(docker_engine, python: str, expected: str) -> No
         lines = result.output.splitlines()
         assert lines[0] == expected and "/opt/venv" in lines[1] and lines[2].startswith("git version")
         assert b"BEGIN CERTIFICATE" in box.read_file("/etc/ssl/certs/ca-certificates.crt")
+
+
+def test_factory_profiles_reach_the_container(tiny_image: str, docker_engine) -> None:
+    """A profile's environment is the shell's (and ``docker exec``'s), its name a label of the container."""
+    from swe_srl.infra.sandbox.factory import open_sandbox
+
+    with (
+        open_sandbox(tiny_image, profile="expert") as expert,
+        open_sandbox(tiny_image, profile="grading") as grading,
+    ):
+        assert (
+            expert.run("echo $PYTHONDONTWRITEBYTECODE/$PYTEST_ADDOPTS").output.strip()
+            == "1/-p no:cacheprovider"
+        )
+        assert grading.run("echo ${PYTHONDONTWRITEBYTECODE:-unset}").output.strip() == "unset"
+        for box, name in ((expert, "expert"), (grading, "grading")):
+            labels = docker_engine.containers.get(box.container_id).labels
+            assert labels["swe-srl.profile"] == name and labels["swe-srl.owner"] == "swe-srl"
+        memory = docker_engine.containers.get(grading.container_id).attrs["HostConfig"]["Memory"]
+        assert memory == 4 << 30

@@ -10,9 +10,7 @@ from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist, git_snapshot
 from swe_srl.errors import TaskError
 from swe_srl.grading.runner import grade
-from swe_srl.infra.recipes import instance_image
-from swe_srl.infra.sandbox.base import SandboxSpec
-from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.synth.synthesis import Library, SandboxRunner, candidate_recipes, synthesize
 
 pytestmark = pytest.mark.docker
@@ -29,7 +27,7 @@ def test_synthesize_parse(docker_engine, tmp_path: Path) -> None:
                      extra={"env": LIB.env(), "repo_dir": str(tree)})  # fmt: skip
     candidates = candidate_recipes(LIB, tree, ["parse.py"], count=4, seed=3)
     assert candidates == candidate_recipes(LIB, tree, ["parse.py"], count=4, seed=3)  # deterministic
-    with DockerSandbox(SandboxSpec(image=instance_image(clean), base_commit=commit)) as sandbox:
+    with open_sandbox(clean, profile="validation") as sandbox:
         records = synthesize(LIB, tree, SandboxRunner(sandbox, clean), candidates, tmp_path / "repos")
     assert records, "no mutation of parse.py was caught by its tests"
     inst = Instance.from_record(records[0])

@@ -126,3 +126,5 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
     """Label grouping containers of one process/run (the janitor reaps labels of dead runs)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Extra container labels (``sandbox.factory`` sets ``swe-srl.profile``); the janitor's own labels win."""

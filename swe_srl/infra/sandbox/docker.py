@@ -82,7 +82,7 @@ class DockerSandbox:
                     name=f"swe-srl-{uuid.uuid4().hex[:12]}",
                     detach=True,
                     init=True,
-                    labels=janitor.container_labels(self.spec.run_id),
+                    labels={**self.spec.labels, **janitor.container_labels(self.spec.run_id)},
                     mem_limit=limits.memory_bytes,
                     memswap_limit=limits.memory_bytes,
                     nano_cpus=int(limits.cpus * 1e9),

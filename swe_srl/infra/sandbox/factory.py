@@ -1,0 +1,134 @@
+"""The one place sandboxes are made: named profiles (limits, environment, labels) and the factory over them.
+
+Every container the project starts for a task comes from :func:`open_sandbox` (or :func:`sandbox_spec` where a
+warm pool starts it), so each use's settings are chosen here, on purpose:
+
+============  ==========================================  ==============================  ===========================
+profile       used by                                     limits (beyond ``Limits()``)    environment (beyond docker
+                                                                                          ``DEFAULT_ENV``)
+============  ==========================================  ==============================  ===========================
+episode       ``SWEEnv`` (agent loop, eval, RLVR)          none; the env passes its own    none
+                                                          limits (+300 s episode grace)
+grading       ``grading.runner.grade``                    memory 4g; command timeout =    none
+                                                          the grading timeout (1800 s),
+                                                          episode = timeout + 300 s
+validation    ``synth.bundled`` (mutations re-checked)    none                            none
+expert        expert-state replay, ``eval.replay``,       command timeout 120 s           ``QUIET_WORKTREE``
+              the scripted expert
+effect        ``rewards.effect_sandbox``                  command timeout 120 s           ``QUIET_WORKTREE``
+shell         ``env.debug_shell`` (``swe-srl env shell``)  command timeout 120 s           ``QUIET_WORKTREE``
+============  ==========================================  ==============================  ===========================
+
+Why they differ:
+
+* **episode** is the policy's shell: resource limits are the env's (``SWEEnv(limits=...)``, default ``Limits()``)
+  and the sandbox's own episode budget is the env's plus a grace, so the env truncates first and ``submit`` can
+  still diff. No extra environment: the policy gets a stock shell; its submitted patch is cleaned of bytecode and
+  build artefacts by ``core.patches.clean_patch``.
+* **grading** runs the instance's whole test command as one command, so the command timeout is the grading
+  timeout, and test suites get 4g instead of 2g. No extra environment: tests run the way the SWE-bench harness
+  runs them (pytest's cache provider and bytecode as usual), so verdicts match it.
+* **validation** re-runs each bundled mutation's tests in one container per library; each test run passes its own
+  300 s timeout, so the defaults do. Same (no) environment as grading, whose verdicts it predicts.
+* **expert** replays expert trajectories and stores their cumulative diffs; expert actions include whole pytest
+  runs, hence 120 s per command. ``QUIET_WORKTREE`` keeps ``__pycache__`` and ``.pytest_cache`` out of the
+  worktree so the stored diffs hold only what the actions meant to change.
+* **effect** restores the expert state and compares the tree after the policy's action with the expert's stored
+  tree (hash of the diff): it must run under exactly the expert's settings, or equal actions would leave
+  different trees.
+* **shell** is for a person debugging an episode at the expert state: the expert's settings, so commands behave as
+  they did during the replay.
+
+Every container also carries the label ``swe-srl.profile=<name>`` (``docker ps --filter label=swe-srl.profile=…``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from swe_srl.benchmark.instances import Instance
+from swe_srl.errors import ConfigError
+from swe_srl.infra.recipes import instance_image
+from swe_srl.infra.sandbox.base import Limits, SandboxSpec
+from swe_srl.infra.sandbox.docker import DockerSandbox
+
+ProfileName = Literal["episode", "grading", "validation", "expert", "effect", "shell"]
+PROFILE_LABEL = "swe-srl.profile"
+QUIET_WORKTREE = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider"}
+"""No bytecode or pytest cache files in the worktree: diffs hold only what commands meant to change."""
+GRADING_TIMEOUT_S = 1800.0
+GRADING_GRACE_S = 300.0
+"""Grading's episode budget beyond its test command's timeout (start, apply, reading the report)."""
+
+
+@dataclass(frozen=True)
+class SandboxProfile:
+    """The settings of one use of sandboxes (see the module doc for why each differs)."""
+
+    limits: Limits = field(default_factory=Limits)
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+_EXPERT = SandboxProfile(Limits(command_timeout_s=120.0), QUIET_WORKTREE)
+PROFILES: dict[str, SandboxProfile] = {
+    "episode": SandboxProfile(),
+    "grading": SandboxProfile(
+        Limits(
+            memory="4g",
+            command_timeout_s=GRADING_TIMEOUT_S,
+            episode_timeout_s=GRADING_TIMEOUT_S + GRADING_GRACE_S,
+        )
+    ),
+    "validation": SandboxProfile(),
+    "expert": _EXPERT,
+    "effect": _EXPERT,
+    "shell": _EXPERT,
+}
+
+
+def sandbox_spec(
+    image: str,
+    *,
+    profile: ProfileName,
+    base_commit: str | None = None,
+    limits: Limits | Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SandboxSpec:
+    """The spec of a ``profile`` sandbox on ``image``.
+
+    ``limits``: a ``Limits`` replaces the profile's, a mapping overrides some of its fields (``{"memory": "8g"}``).
+    ``env`` is added to the profile's environment. ``base_commit`` is what ``diff()`` compares against.
+    """
+    if profile not in PROFILES:
+        raise ConfigError(f"sandbox profile {profile!r}: choose one of {', '.join(PROFILES)}")
+    chosen = PROFILES[profile]
+    if isinstance(limits, Mapping):
+        limits = replace(chosen.limits, **limits)
+    return SandboxSpec(
+        image=image,
+        limits=limits or chosen.limits,
+        base_commit=base_commit,
+        env={**chosen.env, **(env or {})},
+        labels={PROFILE_LABEL: profile},
+    )
+
+
+def open_sandbox(
+    target: str | Instance,
+    *,
+    profile: ProfileName,
+    repos_dir: Path | None = None,
+    **settings: Any,
+) -> DockerSandbox:
+    """A not yet started ``profile`` sandbox: use it as a context manager (or ``.start()`` it).
+
+    ``target``: an image tag, or an ``Instance`` (its image, built if needed from ``repos_dir``, diffing against its
+    base commit). ``settings`` are :func:`sandbox_spec`'s (``base_commit``, ``limits``, ``env``).
+    """
+    if isinstance(target, Instance):
+        settings.setdefault("base_commit", target.base_commit)
+        target = instance_image(target, repos_dir=repos_dir)
+    return DockerSandbox(sandbox_spec(target, profile=profile, **settings))

@@ -31,7 +31,7 @@ def episode(instance, policy_spec: str) -> dict:
     from swe_srl.env.swe_env import SWEEnv
 
     result = run_episode(SWEEnv(instances=[instance]), make_policy(policy_spec), instance)
-    return {"patch": result.patch, "exit_reason": result.exit_reason, "steps": result.steps}
+    return {"patch": result.patch, "exit_reason": result.exit_reason, "steps": result.calls}
 
 
 @dataclass

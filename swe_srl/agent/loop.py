@@ -1,220 +1,147 @@
-"""The evaluation agent loop: prompt (training format) → policy → env step, until ``submit`` or a limit.
+"""The episode loop, once, for evaluation, ``EnvPool`` and RLVR: episodes step in lock-step.
 
-Control flow uses small exceptions, as in mini-swe-agent: ``Submitted`` ends the episode with the patch,
-``LimitsExceeded`` ends it at max steps or at the wall clock. Format errors are fed back as observations.
+Each turn, :func:`run_lockstep` asks ``outputs(live)`` for one output per live :class:`~swe_srl.agent.episode.Episode`
+(a whole batch at once: one batched generation for all of them), then advances every live episode by one env step
+(in threads: Docker calls block on I/O). The default ``outputs`` asks each episode's policy; episodes sharing one
+policy object are asked in one ``generate_batch`` call. :func:`run_episode` is the batch of one::
+
+    result = run_episode(SWEEnv(instances=[instance]), GoldPolicy(), instance)
+    results = run_episodes_lockstep(envs, HFPolicy(path), instances)   # one batched generate per turn
+    results = run_episodes_lockstep(envs, [GoldPolicy() for _ in envs], instances)   # stateful: one each
+
+RLVR records the token ids of every turn on top of this loop (``swe_srl.train.rlvr.TokenRecorder`` is an ``outputs``).
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from swe_srl.benchmark.verdicts import is_test_file
-from swe_srl.core.actions import SUBMIT, is_submit, parse_output
-from swe_srl.core.patches import clean_patch, patch_paths
-from swe_srl.core.prompts import build_messages
+from swe_srl.agent.episode import AgentConfig, Episode, EpisodeEnv, EpisodeResult, StepRecord
+from swe_srl.agent.policies import Messages, Policy, as_policy, batch_generate
 from swe_srl.env.swe_env import SWEEnv
-from swe_srl.errors import ActionFormatError, PolicyError, SandboxError, SandboxTimeout
+from swe_srl.errors import ConfigError, PolicyError
 from swe_srl.infra.sandbox.base import Limits
-from swe_srl.trajectories.schema import Step, Trajectory
 
 if TYPE_CHECKING:
-    from swe_srl.agent.policies import Policy
     from swe_srl.benchmark.instances import Instance
 
-FORMAT_ERROR_ACTION_CHARS = 2000
+T = TypeVar("T")
+Outputs = Callable[[Sequence[Episode]], Sequence["str | PolicyError"]]
+"""Answers the live episodes of one turn: one output each (or the ``PolicyError`` that episode's policy raised)."""
+OnStep = Callable[[Episode, StepRecord], None]
 
 
-class EpisodeEnv(Protocol):
-    """What the loop needs from ``swe_srl.env.swe_env.SWEEnv``: Gymnasium reset/step plus the live sandbox."""
-
-    sandbox: Any
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict]: ...
-
-    def step(self, text: str) -> tuple[str, float, bool, bool, dict]: ...
-
-    def close(self) -> None: ...
-
-
-class Submitted(Exception):
-    """The policy ran ``submit``."""
-
-
-class LimitsExceeded(Exception):
-    """Max steps or the episode wall clock is spent; ``reason`` is ``max_steps`` or ``time_limit``."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(reason)
+def policy_outputs(live: Sequence[Episode]) -> list[str | PolicyError]:
+    """Each episode's own policy answers it; episodes sharing a policy object form one batch."""
+    groups: dict[int, list[Episode]] = {}
+    for episode in live:
+        groups.setdefault(id(episode.policy), []).append(episode)
+    answers: dict[int, str | PolicyError] = {}
+    for group in groups.values():
+        policy = group[0].policy
+        if policy is None:
+            raise ConfigError("an episode without a policy needs an outputs function")
+        try:
+            texts: list[str | PolicyError] = list(batch_generate(policy, [e.messages() for e in group]))
+        except PolicyError as exc:
+            texts = [exc] * len(group)
+        answers.update(zip(map(id, group), texts, strict=True))
+    return [answers[id(e)] for e in live]
 
 
-@dataclass(frozen=True)
-class AgentConfig:
-    """Limits and prompt options of one episode."""
-
-    max_steps: int = 50
-    """Policy calls per episode, format errors included."""
-    episode_timeout_s: float = 1800.0
-    """Wall clock of the episode; checked before each policy call."""
-    observation_chars: int = 2000
-    """Each observation in the prompt is cut to this many characters (head + tail)."""
-    token_budget: int | None = None
-    """Prompt budget in tokens; None → the policy's context minus its ``max_new_tokens`` when known."""
+def _each(items: Sequence[T], fn: Callable[[T], Any]) -> list[Any]:
+    """``fn`` on every item, in threads when there are several (env steps and resets wait on Docker)."""
+    if len(items) <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="swe-srl-episode") as pool:
+        return list(pool.map(fn, items))
 
 
-@dataclass
-class EpisodeResult:
-    """The outcome of one episode: the native trajectory, the patch and why it stopped."""
+def run_lockstep(
+    episodes: Sequence[Episode], outputs: Outputs = policy_outputs, *, on_step: OnStep | None = None
+) -> list[EpisodeResult]:
+    """Start the episodes, then per turn get one output per live episode and advance them all; their results.
 
-    instance_id: str
-    trajectory: Trajectory
-    patch: str
-    steps: int
-    format_errors: int
-    exit_reason: str
-    """``submitted`` | ``max_steps`` | ``time_limit`` | ``infra_error`` | ``policy_error``."""
-    duration_s: float
-    error: str | None = None
-
-    @property
-    def is_error(self) -> bool:
-        return self.exit_reason in ("infra_error", "policy_error")
-
-
-@dataclass
-class _Episode:
-    """Mutable state of one running episode."""
-
-    instance: Instance
-    problem: str = ""
-    oracle_files: dict[str, str] = field(default_factory=dict)
-    history: list[tuple[str, str]] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
-    calls: int = 0
-    format_errors: int = 0
-    started: float = field(default_factory=time.monotonic)
-
-
-def _token_budget(policy: Policy, config: AgentConfig) -> int | None:
-    if config.token_budget is not None:
-        return config.token_budget
-    context = getattr(policy, "context_tokens", None)
-    return context - getattr(policy, "max_new_tokens", 0) if context else None
-
-
-def _one_step(env: EpisodeEnv, policy: Policy, ep: _Episode, config: AgentConfig) -> None:
-    if ep.calls >= config.max_steps:
-        raise LimitsExceeded("max_steps")
-    if time.monotonic() - ep.started > config.episode_timeout_s:
-        raise LimitsExceeded("time_limit")
-    messages = build_messages(
-        ep.problem,
-        ep.history,
-        oracle_files=ep.oracle_files or None,
-        observation_chars=config.observation_chars,
-        token_budget=_token_budget(policy, config),
-        count_tokens=getattr(policy, "count_tokens", None),
-    )
-    text = policy.generate(messages)
-    ep.calls += 1
+    An exception other than the policy, sandbox and grading failures (which end their episode) propagates after the
+    unfinished episodes' envs are closed (those that ``close``).
+    """
     try:
-        parsed = parse_output(text)
-    except ActionFormatError:
-        parsed = None
-    if parsed is not None and is_submit(parsed.action):
-        ep.steps.append(Step(thought=parsed.thought, action=SUBMIT))
-        raise Submitted
-    observation, _, _, truncated, info = env.step(text)
-    if info.get("format_error") or parsed is None:
-        ep.format_errors += 1
-        ep.history.append((text.strip()[:FORMAT_ERROR_ACTION_CHARS], observation))
-    else:
-        ep.history.append((parsed.action, observation))
-        ep.steps.append(Step(parsed.thought, parsed.action, observation, info.get("exit_code")))
-    if truncated:  # the env's own wall clock
-        raise LimitsExceeded("time_limit")
+        _each([e for e in episodes if e.started is None], Episode.start)
+        while live := [e for e in episodes if e.ready()]:
+            records = _each(list(zip(live, _answers(outputs, live), strict=True)), _advance)
+            for episode, record in zip(live, records, strict=True):
+                if on_step is not None and record is not None:
+                    on_step(episode, record)
+    except BaseException:
+        for episode in episodes:
+            if episode.close and not episode.done:
+                episode.env.close()
+        raise
+    return [e.result() for e in episodes]
 
 
-def _final_patch(env: EpisodeEnv, instance: Instance) -> str:
-    """The submission: the repo's diff against base without test files (grading's rule) and build junk."""
+def _answers(outputs: Outputs, live: list[Episode]) -> list[str | PolicyError]:
+    try:
+        answers = list(outputs(live))
+    except PolicyError as exc:
+        answers = [exc] * len(live)
+    if len(answers) != len(live):
+        raise ConfigError(f"outputs answered {len(answers)} of {len(live)} live episodes")
+    return answers
 
-    diff = env.sandbox.diff()
-    tests = patch_paths(instance.test_patch) | {p for p in patch_paths(diff) if is_test_file(p, instance)}
-    return clean_patch(diff, tests)
+
+def _advance(pair: tuple[Episode, str | PolicyError]) -> StepRecord | None:
+    episode, answer = pair
+    if isinstance(answer, PolicyError):
+        episode.fail(answer)
+        return None
+    return episode.advance(answer)
 
 
 def run_episode(
     env: EpisodeEnv,
-    policy: Policy,
-    instance: Instance,
+    policy: Policy | Callable[[Messages], str],
+    instance: Instance | str | None = None,
     config: AgentConfig | None = None,
     *,
+    seed: int | None = None,
+    options: dict[str, Any] | None = None,
+    on_step: OnStep | None = None,
     close: bool = True,
 ) -> EpisodeResult:
-    """Run one episode of ``policy`` on ``instance`` in ``env`` (which must know the instance).
+    """One episode of ``policy`` in ``env`` on ``instance`` (or the task ``reset(seed, options)`` picks).
 
-    ``submit`` is not sent to the env (evaluation grades the cleaned patch itself); with ``close`` the env's
-    container is removed at the end.
-
-    Infra failures (``SandboxError``) and policy failures (``PolicyError``) end the episode with an error result
-    rather than an exception, so an evaluation run can list them apart from wrong patches.
+    With ``close`` the env's container is removed at the end; infra and policy failures are error results.
     """
+    episode = Episode(env, instance, config or AgentConfig(), as_policy(policy), seed, options, close)
+    return run_lockstep([episode], on_step=on_step)[0]
+
+
+def run_episodes_lockstep(
+    envs: Sequence[EpisodeEnv],
+    policies: Policy | Sequence[Policy],
+    instances: Sequence[Instance | str],
+    config: AgentConfig | None = None,
+    *,
+    on_step: OnStep | None = None,
+    close: bool = True,
+) -> list[EpisodeResult]:
+    """One episode per (env, instance) in lock-step. One policy for all (stateless across episodes: a model, batched
+    per turn) or one policy per episode (scripted policies keep per-episode state)."""
+    if len(envs) != len(instances):
+        raise ConfigError(f"{len(envs)} envs for {len(instances)} instances: give one env per episode")
+    per_episode = list(policies) if isinstance(policies, Sequence) else [policies] * len(instances)
+    if len(per_episode) != len(instances):
+        raise ConfigError(f"{len(per_episode)} policies for {len(instances)} instances")
     config = config or AgentConfig()
-    ep = _Episode(instance)
-    reason, error, patch = "submitted", None, ""
-    try:
-        _, info = env.reset(options={"instance_id": instance.instance_id})
-        ep.problem, ep.oracle_files = (
-            info.get("problem", instance.problem_statement),
-            info.get("oracle_files") or {},
-        )
-        policy.reset(instance)
-        while True:
-            _one_step(env, policy, ep, config)
-    except Submitted:
-        reason = "submitted"
-    except LimitsExceeded as exc:
-        reason = exc.reason
-    except SandboxTimeout as exc:
-        reason, error = "time_limit", str(exc)
-    except SandboxError as exc:
-        reason, error = "infra_error", f"{type(exc).__name__}: {exc}"
-    except PolicyError as exc:
-        reason, error = "policy_error", str(exc)
-    if reason in ("submitted", "max_steps", "time_limit"):
-        try:
-            patch = _final_patch(env, instance)
-        except SandboxError as exc:
-            reason, error = ("time_limit" if isinstance(exc, SandboxTimeout) else "infra_error"), str(exc)
-    if close:
-        env.close()
-    duration = time.monotonic() - ep.started
-    trajectory = Trajectory(
-        instance_id=instance.instance_id,
-        problem=ep.problem or instance.problem_statement,
-        steps=ep.steps,
-        patch=patch,
-        source="agent",
-        metadata={
-            "policy": getattr(policy, "name", type(policy).__name__),
-            "exit_reason": reason,
-            "policy_calls": ep.calls,
-            "format_errors": ep.format_errors,
-            "duration_s": round(duration, 3),
-            "oracle_files": sorted(ep.oracle_files),
-            **({"error": error} if error else {}),
-        },
-    )
-    return EpisodeResult(
-        instance.instance_id, trajectory, patch, ep.calls, ep.format_errors, reason, duration, error
-    )
+    episodes = [
+        Episode(env, instance, config, as_policy(policy), close=close)
+        for env, instance, policy in zip(envs, instances, per_episode, strict=True)
+    ]
+    return run_lockstep(episodes, on_step=on_step)
 
 
 def run_episodes(
@@ -233,7 +160,8 @@ def run_episodes(
     """
 
     config = config or AgentConfig()
-    kwargs = {"limits": Limits(episode_timeout_s=config.episode_timeout_s), **(env_kwargs or {})}
+    timeout = config.episode_timeout_s or Limits().episode_timeout_s
+    kwargs = {"limits": Limits(episode_timeout_s=timeout), **(env_kwargs or {})}
     local, lock, envs = threading.local(), threading.Lock(), []
 
     def work(instance: Instance) -> EpisodeResult:

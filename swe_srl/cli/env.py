@@ -9,7 +9,9 @@ import typer
 from rich.console import Console
 
 import swe_srl.env  # noqa: F401 - registers SweSrl-v0
-from swe_srl.agent.envpool import ScriptedOutputs, gold_patch_outputs, run_episode
+from swe_srl.agent.episode import AgentConfig, Episode, StepRecord
+from swe_srl.agent.loop import run_episode
+from swe_srl.agent.policies import ScriptedPolicy, gold_patch_outputs
 from swe_srl.benchmark.instances import load_instances
 
 env_app = typer.Typer(help="The Gymnasium environment (SweSrl-v0).", no_args_is_help=True)
@@ -34,8 +36,9 @@ def demo(
             f"instance {instance_id!r} is not in dataset {dataset!r}", param_hint="--instance"
         )
 
-    def show(t: int, record) -> None:
+    def show(episode: Episode, record: StepRecord) -> None:
         action = record.info["action"] or "(format error)"
+        t = len(episode.steps) - 1
         console.rule(f"step {t}  reward={record.reward:g}  exit={record.info['exit_code']}")
         console.print(f"[bold]$ {action[:show_chars]}[/]", highlight=False)
         console.print(record.observation[-show_chars:], highlight=False, markup=False)
@@ -45,13 +48,16 @@ def demo(
     )
     try:
         console.print(f"[bold]instance[/] {instance.instance_id} ({instance.repo})")
-        outputs = ScriptedOutputs(gold_patch_outputs(instance.patch))
-        options = {"instance_id": instance.instance_id}
-        episode = run_episode(env, outputs, options=options, on_step=show)
+        policy = ScriptedPolicy(gold_patch_outputs(instance.patch), name="gold-demo")
+        config = AgentConfig(max_steps=None, episode_timeout_s=None, submit_to_env=True)  # the env's limits
+        result = run_episode(env, policy, instance, config, on_step=show)
     finally:
         env.close()
-    state = "terminated" if episode.terminated else "truncated" if episode.truncated else "running"
-    console.print(f"[bold]episode {state}[/]: {len(episode.steps)} steps, return {episode.total_reward:g}")
+    state = "terminated" if result.terminated else "truncated" if result.truncated else result.exit_reason
+    console.print(f"[bold]episode {state}[/]: {len(result.steps)} steps, return {result.total_reward:g}")
+    if result.error:
+        console.print(f"{result.exit_reason}: {result.error}", style="red", highlight=False, markup=False)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,8 @@
 """The model output format: ``<think>reasoning</think>`` then exactly one bash action (optionally fenced).
 
-``parse_output`` is the only place these rules live; the env, the rewards and the trainer all call it.
+``parse_output`` is the only place these rules live; the env, the rewards and the trainer all call it. A
+:class:`Completion` carries its parse, so a completion parsed where it enters (the agent loop, ``SWEEnv.step``) is not
+parsed again by the env, the reward or the loop.
 """
 
 from __future__ import annotations
@@ -23,12 +25,41 @@ class ParsedOutput:
     action: str
 
 
+class Completion(str):
+    """A model output with its parse attached (``parsed``, or ``error`` when it breaks the format).
+
+    ``Completion(text)`` parses once; ``parse_output`` of a ``Completion`` returns (or raises) the stored result.
+    """
+
+    parsed: ParsedOutput | None
+    error: ActionFormatError | None
+
+    def __new__(cls, text: str) -> Completion:
+        if isinstance(text, Completion):
+            return text
+        self = super().__new__(cls, text)
+        try:
+            self.parsed, self.error = _parse(str(text)), None
+        except ActionFormatError as exc:
+            self.parsed, self.error = None, exc
+        return self
+
+
 def parse_output(text: str) -> ParsedOutput:
     """Split model output into thought and action, or raise ``ActionFormatError`` naming the rule broken.
 
     Rules: ``missing_think`` (no ``<think>`` first), ``unclosed_think``, ``multiple_think``, ``empty_action``,
-    ``multiple_actions`` (more than one fenced block), ``unclosed_fence``.
+    ``multiple_actions`` (more than one fenced block), ``unclosed_fence``. A :class:`Completion` is not parsed again.
     """
+    if isinstance(text, Completion):
+        if text.error is not None:
+            raise text.error.with_traceback(None)
+        assert text.parsed is not None
+        return text.parsed
+    return _parse(text)
+
+
+def _parse(text: str) -> ParsedOutput:
     body = text.lstrip()
     if not body.startswith(THINK_OPEN):
         raise ActionFormatError("missing_think", "output must start with <think>")

@@ -19,7 +19,7 @@ import gymnasium
 from gymnasium import spaces
 
 from swe_srl.benchmark.instances import load_instances
-from swe_srl.core.actions import is_submit, parse_output
+from swe_srl.core.actions import Completion, is_submit, parse_output
 from swe_srl.core.patches import clean_patch
 from swe_srl.core.prompts import build_messages
 from swe_srl.errors import (
@@ -199,6 +199,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         if self.sandbox is None or self.instance is None or self._done:
             raise gymnasium.error.ResetNeeded("SWEEnv.step() called outside an episode: call reset() first")
         t, self._t = self._t, self._t + 1
+        action = Completion(action)  # parsed once: the reward below reuses the parse
         info: dict[str, Any] = {"instance_id": self.instance.instance_id, "step": t, "action": None}
         info |= {"format_error": None, "reward_components": {}, "exit_code": None, "timed_out": False}
         info |= {"duration_s": 0.0, "patch": self._patch}

@@ -111,7 +111,7 @@ def _episode(instance: Instance, settings: EvalSettings) -> dict[str, Any]:
         "exit_reason": result.exit_reason,
         "error": result.error,
         "patch": result.patch,
-        "steps": result.steps,
+        "steps": result.calls,
         "format_errors": result.format_errors,
         "duration_s": round(result.duration_s, 3),
         "trajectory": result.trajectory.to_dict(),

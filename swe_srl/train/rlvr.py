@@ -2,10 +2,11 @@
 ``rollout_func`` hook (``GRPOTrainer(rollout_func=...)``, TRL ≥ 1.x, experimental there).
 
 An ``EpisodeRunner`` plays one episode with a ``generate`` function (prompt token ids → one model turn's token
-ids) and returns the transcript as token ids with a mask (1 = model tokens, 0 = environment observation tokens,
-TRL's ``env_mask``) and the outcome reward (1 resolved, 0 not, None on infra failure → no gradient).
-:class:`EnvEpisodeRunner` plays the episodes in :class:`swe_srl.env.swe_env.SWEEnv` (outcome reward, a few turns); the
-observation tokens between turns are the chat template's own rendering of the observation as a user turn.
+ids) and returns the transcript as a :class:`Rollout`: token ids with a mask (1 = model tokens, 0 = environment
+observation tokens, TRL's ``env_mask``) and the outcome reward (1 resolved, 0 not, None on infra failure → no
+gradient). :class:`EnvEpisodeRunner` plays the episodes in :class:`swe_srl.env.swe_env.SWEEnv` with the agent loop
+(``swe_srl.agent.loop``); :class:`TokenRecorder` is the loop's ``outputs``: it keeps each episode's tokens, the
+observation tokens between turns being the chat template's own rendering of the observation as a user turn.
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from swe_srl.agent.episode import AgentConfig, Episode, EpisodeResult
+from swe_srl.agent.loop import run_lockstep
 from swe_srl.env.swe_env import SWEEnv
-from swe_srl.errors import GradingError, SandboxError, TrainingError
+from swe_srl.errors import TrainingError
 
 GenerateFn = Callable[[list[int]], list[int]]
+GenerateBatchFn = Callable[[list[list[int]]], list[list[int]]]
 
 
 @dataclass
-class EpisodeResult:
+class Rollout:
     """One finished episode, as token ids of the whole transcript after the initial prompt."""
 
     prompt_ids: list[int]
@@ -30,6 +34,8 @@ class EpisodeResult:
     env_mask: list[int]
     reward: float | None
     info: dict[str, Any] = field(default_factory=dict)
+    episode: EpisodeResult | None = None
+    """The agent loop's result (steps, exit reason, patch); None for runners outside the env."""
 
     def __post_init__(self) -> None:
         if len(self.env_mask) != len(self.completion_ids):
@@ -41,7 +47,7 @@ class EpisodeResult:
 class EpisodeRunner(Protocol):
     """Runs one episode for a dataset row (``prompt`` + e.g. ``instance_id``) with ``generate`` as the policy."""
 
-    def run(self, row: dict[str, Any], generate: GenerateFn) -> EpisodeResult: ...
+    def run(self, row: dict[str, Any], generate: GenerateFn) -> Rollout: ...
 
 
 def hf_generate(trainer: Any, max_new_tokens: int) -> GenerateFn:
@@ -101,29 +107,55 @@ def prompt_key(prompt: Any) -> str:
     return json.dumps(prompt, sort_keys=True, ensure_ascii=False)
 
 
-class EnvEpisodeRunner:
-    """Plays one ``SWEEnv`` episode per row with the outcome reward: the model's turns are its tokens (mask 1), the
-    observations between them the chat template's user turns (mask 0). Unsubmitted after ``max_turns`` → 0.0;
-    an infrastructure failure (sandbox, grading) → None (no gradient)."""
+@dataclass
+class _Transcript:
+    messages: list[dict[str, str]]
+    prompt_ids: list[int]
+    completion: list[int] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)
+    last_turn: list[int] = field(default_factory=list)
+    steps_seen: int = 0
 
-    def __init__(
-        self,
-        tokenizer: Any,
-        instances: list[Any],
-        *,
-        prompt_ids: dict[str, str] | None = None,
-        max_turns: int = 3,
-        think_prefix: str = "",
-        env_kwargs: dict[str, Any] | None = None,
-    ) -> None:
 
-        self.tokenizer, self.max_turns, self.think_prefix = tokenizer, max_turns, think_prefix
-        self.instance_of = dict(prompt_ids or {})
-        self.env = SWEEnv(instances=instances, reward_mode="outcome", **(env_kwargs or {}))
-        self.episodes = 0
+class TokenRecorder:
+    """The agent loop's ``outputs`` for RLVR: generates each live episode's next turn as token ids (one
+    ``generate_batch`` call per turn) and keeps every episode's transcript: model tokens (mask 1) and, before the
+    next turn, the observation the env answered, rendered as the chat template's user turn (mask 0)."""
 
-    def close(self) -> None:
-        self.env.close()
+    def __init__(self, tokenizer: Any, generate_batch: GenerateBatchFn, think_prefix: str = "") -> None:
+        self.tokenizer, self.generate_batch, self.think_prefix = tokenizer, generate_batch, think_prefix
+        self.transcripts: dict[Episode, _Transcript] = {}
+
+    def __call__(self, live: list[Episode]) -> list[str]:
+        contexts = [self._context(episode) for episode in live]
+        turns = self.generate_batch([t.prompt_ids + t.completion for t in contexts])
+        texts = []
+        for transcript, ids in zip(contexts, turns, strict=True):
+            ids = list(ids)
+            transcript.completion += ids
+            transcript.mask += [1] * len(ids)
+            transcript.last_turn = ids
+            text = self.think_prefix + self.tokenizer.decode(ids, skip_special_tokens=True)
+            transcript.messages.append({"role": "assistant", "content": text})
+            texts.append(text)
+        return texts
+
+    def _context(self, episode: Episode) -> _Transcript:
+        transcript = self.transcripts.get(episode)
+        if transcript is None:
+            messages = list(episode.messages())
+            transcript = self.transcripts[episode] = _Transcript(
+                messages, self._encode(self._render(messages, True))
+            )
+        for step in episode.steps[transcript.steps_seen :]:  # the observations since the last turn
+            last = transcript.last_turn
+            ended = bool(last) and last[-1] == self.tokenizer.eos_token_id
+            env_ids = self._encode(self.between_turns(transcript.messages[:-1], step.observation, ended))
+            transcript.messages.append({"role": "user", "content": step.observation})
+            transcript.completion += env_ids
+            transcript.mask += [0] * len(env_ids)
+        transcript.steps_seen = len(episode.steps)
+        return transcript
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -144,44 +176,58 @@ class EnvEpisodeRunner:
         eos = self.tokenizer.eos_token or ""
         return tail[len(eos) :] if ended_with_eos and eos and tail.startswith(eos) else tail
 
-    def run(self, row: dict[str, Any], generate: GenerateFn) -> EpisodeResult:
+    def rollout(self, episode: Episode, result: EpisodeResult) -> Rollout:
+        """The episode's tokens and outcome reward: the graded submit's reward, 0.0 unsubmitted, None on an infra
+        failure (no gradient)."""
+        if result.exit_reason == "policy_error":
+            raise TrainingError(f"RLVR episode {result.instance_id}: {result.error}")
+        transcript = self.transcripts.get(episode)
+        if transcript is None or (result.error and result.exit_reason in ("infra_error", "time_limit")):
+            eos = self.tokenizer.eos_token_id or 0
+            return Rollout([eos], [eos], [0], None, {"error": result.error}, result)
+        details: dict[str, Any] = {"instance_id": result.instance_id, "turns": len(result.steps)}
+        details["format_errors"] = sum(s.info.get("format_error") is not None for s in result.steps)
+        reward = 0.0
+        if result.terminated:
+            reward = float(result.steps[-1].reward)
+            details["grade_status"] = result.steps[-1].info.get("grade_status")
+        return Rollout(transcript.prompt_ids, transcript.completion, transcript.mask, reward, details, result)
+
+
+class EnvEpisodeRunner:
+    """Plays one ``SWEEnv`` episode per row with the outcome reward, through the agent loop and a
+    :class:`TokenRecorder`: the model's turns are its tokens (mask 1), the observations between them the chat
+    template's user turns (mask 0). Unsubmitted after ``max_turns`` → 0.0; an infrastructure failure (sandbox,
+    grading) → None (no gradient)."""
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        instances: list[Any],
+        *,
+        prompt_ids: dict[str, str] | None = None,
+        max_turns: int = 3,
+        think_prefix: str = "",
+        env_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+
+        self.tokenizer, self.max_turns, self.think_prefix = tokenizer, max_turns, think_prefix
+        self.instance_of = dict(prompt_ids or {})
+        self.env = SWEEnv(instances=instances, reward_mode="outcome", **(env_kwargs or {}))
+        self.config = AgentConfig(max_steps=max_turns, episode_timeout_s=None, submit_to_env=True)
+        self.episodes = 0
+
+    def close(self) -> None:
+        self.env.close()
+
+    def run(self, row: dict[str, Any], generate: GenerateFn) -> Rollout:
         instance_id = row.get("instance_id") or self.instance_of.get(prompt_key(row["prompt"]))
         if not instance_id:
             raise TrainingError("RLVR row has no instance_id and its prompt is not one of the RLVR dataset's")
         self.episodes += 1
-        try:
-            return self._play(instance_id, generate)
-        except (SandboxError, GradingError) as exc:  # infra, not the policy: no gradient
-            self.env.close()
-            eos = self.tokenizer.eos_token_id or 0
-            return EpisodeResult([eos], [eos], [0], None, {"error": str(exc)})
-
-    def _play(self, instance_id: str, generate: GenerateFn) -> EpisodeResult:
-        _, info = self.env.reset(options={"instance_id": instance_id})
-        messages = list(info["messages"])
-        prompt_ids = self._encode(self._render(messages, True))
-        completion: list[int] = []
-        mask: list[int] = []
-        reward, details = 0.0, {"instance_id": instance_id, "turns": 0, "format_errors": 0}
-        for turn in range(self.max_turns):
-            ids = generate(prompt_ids + completion)
-            completion += ids
-            mask += [1] * len(ids)
-            text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            obs, step_reward, terminated, truncated, step_info = self.env.step(self.think_prefix + text)
-            details["turns"] = turn + 1
-            details["format_errors"] += step_info.get("format_error") is not None
-            if terminated:
-                reward = float(step_reward)
-                details["grade_status"] = step_info.get("grade_status")
-                break
-            if truncated or turn == self.max_turns - 1:
-                break
-            ended = bool(ids) and ids[-1] == self.tokenizer.eos_token_id
-            messages.append({"role": "assistant", "content": self.think_prefix + text})
-            env_ids = self._encode(self.between_turns(messages[:-1], obs, ended))
-            messages.append({"role": "user", "content": obs})
-            completion += env_ids
-            mask += [0] * len(env_ids)
-        self.env.close()
-        return EpisodeResult(prompt_ids, completion, mask, reward, details)
+        recorder = TokenRecorder(
+            self.tokenizer, lambda batch: [generate(ids) for ids in batch], self.think_prefix
+        )
+        episode = Episode(self.env, instance_id, self.config)
+        [result] = run_lockstep([episode], recorder)
+        return recorder.rollout(episode, result)

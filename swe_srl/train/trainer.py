@@ -111,6 +111,15 @@ def format_ok(completion: Any, prefix: str = "") -> bool:
     return True
 
 
+def _format_flags(reward_funcs: list, completions: list, prefix: str) -> list[bool]:
+    """Format compliance per completion: the reward function's own parse when it kept one, else a parse here."""
+    for func in reward_funcs:
+        errors = getattr(func, "last_format_errors", None)
+        if errors is not None and len(errors) == len(completions):
+            return [error is None for error in errors]
+    return [format_ok(c, prefix) for c in completions]
+
+
 class PrefixedReward:
     """Wraps a reward function for chat templates whose generation prompt already opens ``<think>``.
 
@@ -126,6 +135,10 @@ class PrefixedReward:
     @property
     def last_components(self) -> list[dict[str, float]]:
         return getattr(self.inner, "last_components", [])
+
+    @property
+    def last_format_errors(self) -> list[str | None] | None:
+        return getattr(self.inner, "last_format_errors", None)
 
     def _prefixed(self, completion: Any) -> Any:
         if isinstance(completion, list):
@@ -211,7 +224,7 @@ class SRLGRPOTrainer(GRPOTrainer):
         )
         weighted[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
         self._last_rewards = weighted
-        ok = [format_ok(c, self.format_prefix) for c in completions]
+        ok = _format_flags(self.reward_funcs, completions, self.format_prefix)
         self._metrics[mode]["format_compliance"].append(sum(ok) / max(len(ok), 1))
         for func in self.reward_funcs:
             components = getattr(func, "last_components", None) or []

@@ -40,7 +40,7 @@ def test_gold_policy_resolves_and_empty_does_not(env, instances: list[Instance])
     from swe_srl.grading.runner import grade
 
     gold = run_episode(env, GoldPolicy(), instances[0])
-    assert (gold.exit_reason, gold.steps, gold.format_errors) == ("submitted", 2, 0)
+    assert (gold.exit_reason, gold.calls, gold.format_errors) == ("submitted", 2, 0)
     assert gold.patch == instances[0].patch
     assert env.sandbox is None  # the episode's container is gone
     assert gold.trajectory.metadata["oracle_files"] == ["calc.py"]
@@ -53,7 +53,7 @@ def test_gold_policy_resolves_and_empty_does_not(env, instances: list[Instance])
 def test_malformed_output_ends_at_max_steps_with_format_errors(env, instances: list[Instance]) -> None:
     policy = ScriptedPolicy(["I think I should run ls"] * 3 + [format_output("t", "ls")])
     result = run_episode(env, policy, instances[0], AgentConfig(max_steps=3))
-    assert (result.exit_reason, result.steps, result.format_errors, result.patch) == ("max_steps", 3, 3, "")
+    assert (result.exit_reason, result.calls, result.format_errors, result.patch) == ("max_steps", 3, 3, "")
     assert result.trajectory.metadata["format_errors"] == 3
 
 
@@ -91,7 +91,7 @@ def test_hf_policy_completes_an_episode(env, instances: list[Instance], tmp_path
     policy = make_policy(f"hf:{model}", max_new_tokens=12)
     result = run_episode(env, policy, instances[0], AgentConfig(max_steps=2))
     assert result.exit_reason in ("max_steps", "submitted") and not result.is_error
-    assert 1 <= result.steps <= 2 and result.format_errors <= result.steps
+    assert 1 <= result.calls <= 2 and result.format_errors <= result.calls
 
 
 def test_run_episodes_in_parallel_reports_each_instance(instances: list[Instance]) -> None:

@@ -12,7 +12,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import swe_srl.env  # noqa: F401 - registers SweSrl-v0
-from swe_srl.agent.envpool import ScriptedOutputs, gold_patch_outputs, run_episode
+from swe_srl.agent.loop import AgentConfig, run_episode
+from swe_srl.agent.policies import ScriptedPolicy, gold_patch_outputs
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import format_output, parse_output
 from swe_srl.env.swe_env import SWEEnv
@@ -77,7 +78,8 @@ def test_check_env_passes_against_a_real_container(instance: Instance) -> None:
 
 def test_gold_patch_episode_resolves_with_outcome_reward_1(make_env, instance: Instance) -> None:
     env = make_env(reward_mode="outcome")
-    episode = run_episode(env, ScriptedOutputs(gold_patch_outputs(instance.patch)), seed=0)
+    policy, config = ScriptedPolicy(gold_patch_outputs(instance.patch)), AgentConfig(submit_to_env=True)
+    episode = run_episode(env, policy, config=config, seed=0)
     assert episode.instance_id == instance.instance_id
     assert episode.terminated and not episode.truncated
     look, apply, test, submit = episode.steps

@@ -1,4 +1,4 @@
-"""Two SweSrl-v0 environments driven in parallel by EnvPool do not see each other's files."""
+"""Two SweSrl-v0 environments driven in parallel by EnvPool do not see each other's files; lock-step episodes."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import gymnasium
 import pytest
 
 from swe_srl.agent.envpool import EnvPool
+from swe_srl.agent.policies import EmptyPolicy, GoldPolicy
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import format_output
 
@@ -50,3 +51,20 @@ def test_parallel_envs_do_not_interfere(instance: Instance) -> None:
     for container_id in container_ids:  # the pool's close() removed both containers
         with pytest.raises(docker.errors.NotFound):
             client.containers.get(container_id)
+
+
+def test_pool_runs_episodes_in_lockstep_waves(instance: Instance) -> None:
+    """Three episodes on two envs: a wave of two in lock-step, then one; each policy keeps its own script."""
+    from swe_srl.core.patches import patch_paths
+
+    iid = instance.instance_id
+    with EnvPool(2, instances=[instance]) as pool:
+        results = pool.run_episodes([GoldPolicy(), EmptyPolicy(), GoldPolicy()], [iid, iid, instance])
+        assert all(env.unwrapped.sandbox is None for env in pool.envs)  # each episode removed its container
+    assert [(r.exit_reason, r.calls) for r in results] == [
+        ("submitted", 2),
+        ("submitted", 1),
+        ("submitted", 2),
+    ]
+    assert results[0].patch == results[2].patch and results[1].patch == ""
+    assert patch_paths(results[0].patch) == patch_paths(instance.patch)

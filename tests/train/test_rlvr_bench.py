@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("trl")
 
 from swe_srl.errors import TrainingError  # noqa: E402
-from swe_srl.train.rlvr import EpisodeResult, make_rollout_func, outcome_reward  # noqa: E402
+from swe_srl.train.rlvr import Rollout, make_rollout_func, outcome_reward  # noqa: E402
 
 pytestmark = pytest.mark.train
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,9 +27,7 @@ class TwoTurnRunner:
         obs = [9, 9]
         second = generate(prompt + first + obs)
         reward = 1.0 if "solve" in row["prompt"] else 0.0
-        return EpisodeResult(
-            prompt, first + obs + second, [1] * len(first) + [0, 0] + [1] * len(second), reward
-        )
+        return Rollout(prompt, first + obs + second, [1] * len(first) + [0, 0] + [1] * len(second), reward)
 
 
 def echo_length(trainer, max_new_tokens):
@@ -46,7 +44,7 @@ def test_rollout_func_builds_trl_batch():
 
 def test_episode_mask_length_checked():
     with pytest.raises(TrainingError, match="env_mask"):
-        EpisodeResult([1], [1, 2], [1], 0.0)
+        Rollout([1], [1, 2], [1], 0.0)
 
 
 def test_bench_tiny_runs_both_trainers(tmp_path):

@@ -1,12 +1,10 @@
-"""Pure parts of the env: observation sanitizing, observation format, scripted outputs, registration."""
+"""Pure parts of the env: observation sanitizing, observation format, registration (gold outputs: test_policies)."""
 
 import gymnasium
 import pytest
 
-from swe_srl.agent.envpool import PATCH_EOF, ScriptedOutputs, gold_patch_outputs
-from swe_srl.core.actions import parse_output
 from swe_srl.env.swe_env import CHARSET, OBS_MAX_CHARS, SWEEnv, format_observation, sanitize
-from swe_srl.errors import ConfigError, SweSrlError
+from swe_srl.errors import ConfigError
 from swe_srl.infra.sandbox.base import ExecResult, Limits
 
 SPACE = gymnasium.spaces.Text(OBS_MAX_CHARS, min_length=0, charset=CHARSET)
@@ -47,22 +45,6 @@ def test_sanitize_caps_length_keeping_head_and_tail() -> None:
 )
 def test_format_observation(result: ExecResult, must_contain: str) -> None:
     assert must_contain in format_observation(result, Limits())
-
-
-def test_gold_patch_outputs_are_well_formed_and_end_with_submit() -> None:
-    patch = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b"
-    actions = [parse_output(o).action for o in gold_patch_outputs(patch)]
-    assert actions[-1] == "submit"
-    assert f"<<'{PATCH_EOF}'\n{patch}\n{PATCH_EOF}" in actions[1]
-    with pytest.raises(ConfigError, match=PATCH_EOF):
-        gold_patch_outputs(f"+{PATCH_EOF}\n")
-
-
-def test_scripted_outputs_raise_when_exhausted() -> None:
-    policy = ScriptedOutputs(["a"])
-    assert policy("obs", {}) == "a"
-    with pytest.raises(SweSrlError, match="ran out"):
-        policy("obs", {})
 
 
 @pytest.mark.parametrize(

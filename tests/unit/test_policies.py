@@ -1,4 +1,5 @@
-"""Policies: spec parsing, scripted policies, the gold heredoc, and the OpenAI client against a local HTTP server."""
+"""Policies: spec parsing, scripted policies, the one gold script (heredoc), batches, adapting functions, and the
+OpenAI client against a local HTTP server."""
 
 from __future__ import annotations
 
@@ -12,13 +13,20 @@ from pathlib import Path
 import pytest
 
 from swe_srl.agent.policies import (
+    GOLD_APPLY,
+    HEREDOC_EOF,
     EmptyPolicy,
+    FunctionPolicy,
     GoldPolicy,
     OpenAIPolicy,
     Policy,
     ReplayPolicy,
     ScriptedPolicy,
+    as_policy,
+    batch_generate,
+    gold_patch_outputs,
     gold_script,
+    heredoc_stdin,
     make_policy,
 )
 from swe_srl.benchmark.instances import Instance
@@ -79,7 +87,7 @@ PATCHES = [
     # plain patch with a trailing-whitespace context line (git apply is strict about it)
     "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1  \n+a = 2\n",
     # a patch containing the heredoc delimiter falls back to base64
-    "diff --git a/y.md b/y.md\n+SWE_SRL_EOF\n",
+    f"diff --git a/y.md b/y.md\n+{HEREDOC_EOF}\n",
     # a patch containing a ``` fence must not break the action format
     "diff --git a/z.md b/z.md\n+```python\n+$HOME `date` \\n\n",
     # no trailing newline
@@ -88,15 +96,66 @@ PATCHES = [
 
 
 @pytest.mark.parametrize("patch", PATCHES)
-def test_gold_script_writes_the_patch_byte_exactly(patch: str, tmp_path: Path) -> None:
+def test_gold_script_feeds_the_patch_byte_exactly(patch: str, tmp_path: Path) -> None:
     first, last = gold_script(_instance(patch))
-    action = parse_output(first).action
-    write = action.rsplit("\ngit apply", 1)[0].replace("/tmp/swe_srl_gold.patch", str(tmp_path / "p"))
+    action = parse_output(first).action  # the heredoc (or base64) survives the output format
+    assert action.startswith(GOLD_APPLY) or action.endswith(f"| {GOLD_APPLY}")
+    write = action.replace(GOLD_APPLY, f"cat > {tmp_path / 'p'}")  # the same stdin, into a file
     subprocess.run(["bash", "-c", write], check=True)
     expected = patch if patch.endswith("\n") else patch + "\n"
     assert (tmp_path / "p").read_text() == expected
-    assert "git apply" in action
     assert is_submit(parse_output(last).action)
+
+
+def test_gold_script_applies_the_patch_in_a_git_repo(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "x.py").write_text("a = 1  \n")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    action = parse_output(gold_script(_instance(PATCHES[0]))[0]).action
+    proc = subprocess.run(["bash", "-c", action], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (repo / "x.py").read_text() == "a = 2\n"
+
+
+def test_demo_gold_outputs_share_the_gold_apply_and_end_with_submit() -> None:
+    patch = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b"
+    outputs = gold_patch_outputs(patch)
+    actions = [parse_output(o).action for o in outputs]
+    assert outputs[1:2] + outputs[-1:] == gold_script(_instance(patch))
+    assert f"<<'{HEREDOC_EOF}'\n{patch}\n{HEREDOC_EOF}" in actions[1] and actions[-1] == "submit"
+    assert "base64 -d" in parse_output(gold_patch_outputs(f"+{HEREDOC_EOF}\n")[1]).action
+
+
+def test_heredoc_stdin_feeds_text_with_quotes_and_dollars(tmp_path: Path) -> None:
+    text = "it's $HOME and `date`\n\\n\n"
+    subprocess.run(["bash", "-c", heredoc_stdin(f"cat > {tmp_path / 'o'}", text)], check=True)
+    assert (tmp_path / "o").read_text() == text
+
+
+class _Batched(ScriptedPolicy):
+    def generate_batch(self, batch: list) -> list[str]:
+        self.batches = [*getattr(self, "batches", []), len(batch)]
+        return [f"out{i}" for i in range(len(batch))]
+
+
+def test_batch_generate_uses_the_batch_method_for_several_prompts() -> None:
+    policy = _Batched(["single"])
+    assert batch_generate(policy, [[], [], []]) == ["out0", "out1", "out2"] and policy.batches == [3]
+    assert batch_generate(policy, [[]]) == ["single"]  # one prompt: plain generate
+    assert batch_generate(ScriptedPolicy(["a", "b"]), [[], []]) == ["a", "b"]  # no batch method: one by one
+
+
+def test_functions_of_the_messages_are_adapted_to_policies() -> None:
+    def echo_last(messages: list[dict[str, str]]) -> str:
+        return messages[-1]["content"]
+
+    policy = as_policy(echo_last)
+    assert isinstance(policy, FunctionPolicy) and isinstance(policy, Policy) and policy.name == "echo_last"
+    policy.reset(_instance())
+    assert policy.generate([{"role": "user", "content": "hi"}]) == "hi"
+    gold = GoldPolicy()
+    assert as_policy(gold) is gold
 
 
 def test_gold_policy_follows_each_instance() -> None:
@@ -228,6 +287,20 @@ def test_hf_policy_answers_in_the_training_format(tmp_path: Path) -> None:
     assert output.startswith("<think>")
     assert policy.count_tokens("grep -n bug x.py") > 0
     assert policy.context_tokens == 16384
+
+
+def test_hf_policy_answers_a_batch_in_one_generate(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from swe_srl.core.prompts import build_messages
+    from swe_srl.train.tiny import make_tiny_policy
+
+    short = build_messages("Fix the bug in x.py", [])
+    long = build_messages("Fix the bug in x.py", [("ls", "x.py"), ("cat x.py", "a = 1")])
+    path = make_tiny_policy([m["content"] for m in long], tmp_path / "tiny")
+    policy = make_policy(f"hf:{path}", max_new_tokens=6)
+    outputs = policy.generate_batch([short, long, short])
+    assert len(outputs) == 3 and all(o.startswith("<think>") for o in outputs)
+    assert outputs[1] == policy.generate(long)  # the longest prompt is not padded: greedy gives the same turn
 
 
 def test_hf_policy_names_a_missing_model(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from swe_srl.infra.sandbox.factory import sandbox_spec
 from swe_srl.rewards import EFFECT_MODES, score_output
 from swe_srl.rewards.effect_sandbox import SandboxEffect
 from swe_srl.trajectories.expert_state import expert_states, restore
+from swe_srl.trajectories.oracle import oracle_windows
 
 if TYPE_CHECKING:
     from swe_srl.benchmark.instances import Instance
@@ -111,6 +112,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         limits: Limits | Mapping[str, Any] | None = None,
         repos_dir: str | None = None,
         oracle_files: bool = False,
+        oracle_window: int | None = None,
         weights: dict[str, float] | None = None,
         effect_mode: str = "off",
         instances: list[Instance] | None = None,
@@ -125,6 +127,8 @@ class SWEEnv(gymnasium.Env[str, str]):
         self.limits = Limits(**limits) if isinstance(limits, Mapping) else (limits or Limits())
         self.repos_dir = repos_dir
         self.use_oracle_files = oracle_files
+        self.oracle_window = oracle_window
+        """None: whole oracle files (SWE-bench's oracle setting); N: windows of N lines around the gold hunks."""
         self.weights = weights
         self.effect_mode = effect_mode
         self._instances = list(instances) if instances is not None else None
@@ -351,7 +355,7 @@ class SWEEnv(gymnasium.Env[str, str]):
                 files[path] = self.sandbox.read_file(f"{WORKDIR}/{path}").decode("utf-8", errors="replace")
             except FileNotFoundError:
                 continue  # a file the gold patch adds
-        return files
+        return files if self.oracle_window is None else oracle_windows(instance, files, self.oracle_window)
 
     def _restore(self, trajectory: Trajectory, instance: Instance, step: int) -> None:
 

@@ -19,7 +19,12 @@ def train(
     tasks: str | None = typer.Option(None, "--tasks", help="Task set (oracle files, RLVR episodes)."),
     reward: str | None = typer.Option(None, "--reward", help="srl (similarity) or layered."),
     effect: str | None = typer.Option(None, "--effect", help="Effect layer: off, cached or full."),
-    config: Path | None = typer.Option(None, "--config", help="YAML config file."),
+    preset: str | None = typer.Option(
+        None,
+        "--preset",
+        help="Starting config: cpu-tiny (default), cpu-small (--model PATH on CPU), paper-gpu.",
+    ),
+    config: Path | None = typer.Option(None, "--config", help="YAML config file (over the preset)."),
     overrides: list[str] | None = typer.Option(None, "--set", help="Dotted override, e.g. trl.beta=0."),
     output: str | None = typer.Option(None, "--output", "-o", help="Output directory."),
     max_steps: int | None = typer.Option(None, "--max-steps", help="Stop after N optimizer steps."),
@@ -41,6 +46,7 @@ def train(
     cfg = load_config(
         config,
         sets,
+        preset=preset,
         oracle_files=oracle_files or None,
         model=model,
         samples=str(samples) if samples else None,

@@ -7,7 +7,6 @@ the tiny default model.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from swe_srl.benchmark.instances import HELD_OUT
 from swe_srl.errors import ConfigError
 from swe_srl.rewards.effect import EffectMode
+from swe_srl.train.presets import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS, deep_merge, preset_config
+from swe_srl.train.trl_options import check_trl_options, check_trl_version
+
+__all__ = ["REAL_TRL_DEFAULTS", "TINY_TRL_DEFAULTS", "TrainConfig", "load_config"]
 
 
 class _Strict(BaseModel):
@@ -29,6 +32,17 @@ class DynamicSampling(_Strict):
     enabled: bool = Field(True, description="Drop zero-variance groups (they carry no GRPO signal).")
     epsilon: float = Field(0.1, ge=0.0, description="A group is kept when its reward std is > epsilon.")
     max_rounds: int = Field(3, ge=1, description="Generation rounds per step (1 = drop only, no refill).")
+
+
+class LossOptions(_Strict):
+    """Terms added to TRL's GRPO loss (TRL's own: ``trl.entropy_coef``, ``trl.epsilon_high``, ``trl.loss_type``)."""
+
+    sft_weight: float = Field(
+        0.0,
+        ge=0.0,
+        description="λ of the auxiliary SFT term: NLL of the expert action given the prompt, added to each GRPO "
+        "step against language drift (0 = off; typical 0.05-0.2). Logged as sft/loss.",
+    )
 
 
 class LoraOptions(_Strict):
@@ -67,9 +81,9 @@ class TinyOptions(_Strict):
     )
     seed: int = Field(0, description="Init seed.")
     max_prompt_tokens: int = Field(
-        384,
+        1536,
         ge=32,
-        description="The tiny model's context: longer prompts keep their last N tokens (whole latest messages).",
+        description="The tiny model's context, fitted by the one prompt fitter (system prompt and problem kept).",
     )
     threads: int = Field(
         1, ge=1, description="CPU threads (torch) for the tiny model: more only add contention at this size."
@@ -100,6 +114,7 @@ class RlvrOptions(_Strict):
 class TrainConfig(_Strict):
     """One training run. ``trl`` holds GRPOConfig options (on top of the defaults for the chosen model)."""
 
+    preset: str | None = Field(None, description="Starting config: cpu-tiny, cpu-small or paper-gpu.")
     stage: Literal["srl", "rlvr"] = Field("srl", description="SRL on step samples, or RLVR episodes.")
     init: str | None = Field(None, description="Checkpoint to start from (required for --stage rlvr).")
     model: str | None = Field(None, description="HF id or path; None = tiny in-process model (CPU default).")
@@ -116,6 +131,7 @@ class TrainConfig(_Strict):
         "grpo", description="Group mean/std, or leave-one-out baseline."
     )
     dynamic_sampling: DynamicSampling = Field(default_factory=DynamicSampling)
+    loss: LossOptions = Field(default_factory=LossOptions)
     lora: LoraOptions = Field(default_factory=LoraOptions)
     eval: EvalOptions = Field(default_factory=EvalOptions)
     tiny: TinyOptions = Field(default_factory=TinyOptions)
@@ -144,57 +160,6 @@ class TrainConfig(_Strict):
     @property
     def output_dir(self) -> Path:
         return Path(self.output)
-
-
-# Defaults from the method (SRL paper setting) for real models; the tiny default is tuned to learn on 2 CPU cores.
-REAL_TRL_DEFAULTS: dict[str, Any] = {
-    "num_generations": 8,
-    "temperature": 1.0,
-    "learning_rate": 5e-6,
-    "lr_scheduler_type": "cosine_with_min_lr",
-    "lr_scheduler_kwargs": {"min_lr": 1e-6},
-    "beta": 0.05,
-    "per_device_train_batch_size": 32,  # completions per micro-batch
-    "gradient_accumulation_steps": 8,  # 32 × 8 = 256 completions = 32 prompts × 8 generations per step
-    "max_completion_length": 512,
-    "max_grad_norm": 1.0,
-    "num_train_epochs": 1,
-    "gradient_checkpointing": True,
-    "bf16": True,
-    "logging_steps": 1,
-    "save_steps": 100,
-}
-TINY_TRL_DEFAULTS: dict[str, Any] = {
-    "num_generations": 8,
-    "temperature": 1.0,
-    "learning_rate": 1e-3,  # large for a 64-wide model to move in 40 steps; 5e-3 undoes the format warm-up
-    "lr_scheduler_type": "cosine_with_min_lr",
-    "lr_scheduler_kwargs": {"min_lr": 2e-4},
-    "warmup_steps": 0,
-    "beta": 0.05,
-    "per_device_train_batch_size": 32,  # 4 prompts × 8 generations
-    "gradient_accumulation_steps": 1,
-    "max_completion_length": 24,
-    "max_grad_norm": 1.0,
-    "max_steps": 40,
-    "logging_steps": 1,
-    "save_steps": 20,
-    "bf16": False,
-}
-
-
-def trl_field_names() -> set[str]:
-    from trl import GRPOConfig
-
-    return {f.name for f in dataclasses.fields(GRPOConfig)}
-
-
-def check_trl_keys(options: dict[str, Any]) -> None:
-    """Reject GRPOConfig options that do not exist, naming the key."""
-    known = trl_field_names()
-    for key in options:
-        if key not in known:
-            raise ConfigError(f"unknown TRL option trl.{key}: not a field of trl.GRPOConfig (see its docs)")
 
 
 def _coerce(text: str) -> Any:
@@ -236,7 +201,8 @@ def _format_error(exc: ValidationError, source: str) -> ConfigError:
 
 
 def load_config(path: Path | None = None, overrides: list[str] | None = None, **cli: Any) -> TrainConfig:
-    """Build a config from an optional YAML file, then ``cli`` values (None = unset), then dotted overrides."""
+    """Build a config: the preset (``preset:`` / ``--preset``), then an optional YAML file, then ``cli`` values
+    (None = unset), then dotted overrides. TRL options are checked (names, types, vLLM, version) before any work."""
     data: dict[str, Any] = {}
     source = "defaults"
     if path is not None:
@@ -255,11 +221,18 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
         apply_override(data, assignment)
     if overrides:
         source = f"{source} (with --set {' '.join(overrides)})"
+    preset = data.get("preset")
+    data = deep_merge(preset_config(preset if isinstance(preset, str) else None), data)
     try:
         config = TrainConfig.model_validate(data)
     except ValidationError as exc:
         raise _format_error(exc, source) from exc
-    check_trl_keys(config.trl)
+    check_trl_version()
+    check_trl_options(config.trl, config.advantage)
     if config.stage == "rlvr" and not config.init:
         raise ConfigError("stage 'rlvr' needs init: pass --init CKPT (an SRL checkpoint directory)")
+    if config.stage == "rlvr" and config.loss.sft_weight:
+        raise ConfigError(
+            "loss.sft_weight is for the SRL stage: RLVR episodes have no expert action to imitate"
+        )
     return config

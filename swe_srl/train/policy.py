@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.core.actions import THINK_OPEN
-from swe_srl.errors import TrainingError
+from swe_srl.errors import ConfigError, TrainingError
 from swe_srl.train.config import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS, TrainConfig
 from swe_srl.train.tiny import make_tiny_policy, sample_texts
 
@@ -22,21 +22,27 @@ def think_prefix(tokenizer) -> str:
 
 
 def grpo_args(config: TrainConfig, tiny: bool, defaults: dict[str, Any] | None = None):
-    """GRPOConfig = method defaults (tiny or real, or ``defaults``) + the run's ``trl`` options + paths, logging."""
+    """GRPOConfig = method defaults (tiny or real, or ``defaults``) + the run's ``trl`` options + the output path.
+
+    The run's ``trl`` options always win: the CPU adjustments (no bf16, no gradient checkpointing) and the quiet
+    logging (``report_to="none"``, no tqdm bar) only replace defaults. GRPOConfig's own checks (e.g. batch size vs
+    ``num_generations``) become a :class:`ConfigError`.
+    """
     import torch
     from trl import GRPOConfig
 
     cuda = torch.cuda.is_available()
-    base = defaults if defaults is not None else (TINY_TRL_DEFAULTS if tiny else REAL_TRL_DEFAULTS)
-    options = {**base, **config.trl}
+    base = dict(defaults if defaults is not None else (TINY_TRL_DEFAULTS if tiny else REAL_TRL_DEFAULTS))
+    base.update(report_to="none", disable_tqdm=True, seed=config.seed)
     if not cuda:
-        options.update(bf16=False, use_cpu=True)
-        if "gradient_checkpointing" not in config.trl:
-            options["gradient_checkpointing"] = False
-    elif options.get("bf16"):
+        base.update(bf16=False, use_cpu=True, gradient_checkpointing=False)
+    options = {**base, **config.trl}
+    if cuda and options.get("bf16"):
         options.setdefault("model_init_kwargs", {"dtype": "bfloat16"})
-    options.setdefault("seed", config.seed)
-    return GRPOConfig(output_dir=str(config.output_dir), report_to="none", disable_tqdm=True, **options)
+    try:
+        return GRPOConfig(output_dir=str(config.output_dir), **options)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"trl options rejected by trl.GRPOConfig: {exc}") from exc
 
 
 def peft_config(config: TrainConfig):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,12 @@ from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
 from swe_srl.rewards.effect_sandbox import SandboxEffect
 from swe_srl.train.callbacks import HeldOutEvalCallback, MetricsCallback, RichProgressCallback, read_metrics
+from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig
 from swe_srl.train.data import guard_eval_instances, read_samples, split_rows, to_dataset
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
+from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_refill_state, resume_metrics
 from swe_srl.train.rlvr_run import run_rlvr
 from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
 from swe_srl.train.trainer import PrefixedReward, SRLGRPOTrainer
@@ -122,8 +126,11 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
         dynamic_sampling=config.dynamic_sampling,
         format_prefix=prefix,
         fast_generation=config.fast_generation,
+        rloo_scale=config.trl.get("scale_rewards", "none"),
+        sft_weight=config.loss.sft_weight,
     )
     trainer.remove_callback(PrinterCallback)  # the rich bar + metrics.jsonl replace printed dicts
+    trainer.add_callback(RefillStateCallback(trainer))
     return trainer, evaluator
 
 
@@ -161,13 +168,37 @@ def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -
     }
 
 
-def run_training(config: TrainConfig, *, reward_func=None, console=None) -> dict[str, Any]:
-    """Run SRL (or RLVR) training as configured; writes checkpoints, metrics, plot, ``summary.json``."""
+def base_model_name(config: TrainConfig) -> str:
+    """What training started from: --init, --model, or the embedded tiny model's shape."""
+    tiny = config.tiny
+    return (
+        config.init
+        or config.model
+        or f"the embedded tiny Qwen2-shaped model (hidden {tiny.hidden_size}, {tiny.layers} layers, "
+        f"vocab {tiny.vocab_size}, format warm-up {tiny.warmup_steps} steps)"
+    )
+
+
+def default_command() -> str:
+    """The command line of this process, as `swe-srl ...` when run through the CLI."""
+    argv = list(sys.argv)
+    if argv and (Path(argv[0]).name in ("swe-srl", "__main__.py") or argv[0] == "-m"):
+        argv = ["swe-srl", *argv[1:]]
+    return shlex.join(argv)
+
+
+def run_training(
+    config: TrainConfig, *, reward_func=None, console=None, command: str | None = None
+) -> dict[str, Any]:
+    """Run SRL (or RLVR) training as configured; writes checkpoints, metrics, plot, ``summary.json`` and the model
+    card (``final/README.md``)."""
     from transformers.trainer_utils import get_last_checkpoint
 
     if config.stage == "rlvr":
         return run_rlvr(config, console=console)
     started = time.monotonic()
+    command = command or default_command()
+    grpo_args(config, tiny=config.model is None)  # GRPOConfig's own checks, before any work
     out = config.output_dir
     checkpoint = get_last_checkpoint(str(out)) if config.resume and out.is_dir() else None
     if config.resume and checkpoint is None:
@@ -182,11 +213,28 @@ def run_training(config: TrainConfig, *, reward_func=None, console=None) -> dict
     )
     effect = build_effect(config, sample_set) if reward_func is None else None
     trainer, evaluator = build_trainer(config, train_rows, test_rows, reward_func, console, effect)
+    if checkpoint is not None:
+        evaluator.history = resume_metrics(out / "metrics.jsonl", checkpoint_step(Path(checkpoint)))
+        restore_refill_state(trainer, Path(checkpoint))
+    data = data_facts(config, sample_set, train_rows, test_rows)
+    base = base_model_name(config)
+
+    def card(summary: dict[str, Any] | None = None) -> str:
+        partial = {
+            "steps": trainer.state.global_step,
+            "eval": [{"step": s, "mean_reward": v} for s, v in evaluator.history],
+        }
+        return model_card(config, trainer.args, base, data, summary or partial, command)
+
+    trainer.model_card = card
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
     counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}
     summary = summarize(config, trainer, evaluator, {**counts, "test_samples": len(test_rows)})
     summary["wall_time_s"] = round(time.monotonic() - started, 1)
+    summary["command"] = command
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    atomic_write_text(out / "final" / "README.md", card(summary))
+    atomic_write_text(out / "README.md", card(summary))
     return summary

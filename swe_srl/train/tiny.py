@@ -22,6 +22,7 @@ from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.config import TinyOptions
 from swe_srl.train.fitting import fit_rows
+from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch
 
 EOS, PAD, IM_START = "<|im_end|>", "<|endoftext|>", "<|im_start|>"
 CHAT_TEMPLATE = (
@@ -80,21 +81,21 @@ def build_model(tokenizer, options: TinyOptions):
 
 
 def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_completion_tokens: int = 24):
-    """(prompt ids, target ids) per row: the fitted chat prompt, then ``</think>`` + the expert action + EOS."""
+    """(prompt ids, SFT target) per row: the fitted chat prompt, then ``</think>`` + the expert action + EOS (an
+    empty thought: :func:`swe_srl.train.sft.sft_target`)."""
 
     examples = []
     for row in fit_rows(rows, max_prompt_tokens, tokenizer):
         text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
         prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
-        target = tokenizer(f"{THINK_CLOSE}\n{row['expert_action'].strip()}", add_special_tokens=False)[
-            "input_ids"
-        ]
-        examples.append((prompt, (target + [tokenizer.eos_token_id])[:max_completion_tokens]))
+        target = sft_target(tokenizer, row["expert_action"], max_tokens=max_completion_tokens)
+        examples.append((prompt, target))
     return examples
 
 
 def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> list[float]:
-    """``options.warmup_steps`` AdamW steps of next-token loss on the targets only; returns the loss per step."""
+    """``options.warmup_steps`` AdamW steps of the SFT loss (:func:`~swe_srl.train.sft.completion_nll`) on the
+    targets; returns the loss per step."""
 
     import torch
 
@@ -106,15 +107,12 @@ def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> l
     model.train()
     for _ in range(options.warmup_steps):
         batch = rng.sample(examples, min(options.warmup_batch, len(examples)))
-        width = max(len(p) + len(t) for p, t in batch)
-        ids = torch.full((len(batch), width), pad)
-        labels = torch.full((len(batch), width), -100)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, (prompt, target) in enumerate(batch):  # left padding, as at generation time
-            ids[i, width - len(prompt) - len(target) :] = torch.tensor(prompt + target)
-            mask[i, width - len(prompt) - len(target) :] = 1
-            labels[i, width - len(target) :] = torch.tensor(target)
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        prompts = pad_left([p for p, _ in batch], pad)
+        prompt_mask = pad_left([[1] * len(p) for p, _ in batch], 0)
+        targets = target_batch([t for _, t in batch], pad)
+        loss = completion_nll(
+            model, prompts, prompt_mask, targets["target_ids"], targets["target_mask"], targets["loss_mask"]
+        )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

@@ -1,60 +1,31 @@
-"""GRPO with dynamic sampling and a choice of advantage, as a thin ``trl.GRPOTrainer`` subclass (no fork).
+"""GRPO with dynamic sampling, a choice of advantage and an auxiliary SFT term, as a thin ``trl.GRPOTrainer``
+subclass (no fork; TRL's private steps are reached only through :mod:`swe_srl.train.trl_compat`).
 
-Per step: TRL generates and scores a batch; we recompute the advantages from the same rewards (``grpo`` or
-``rloo``), drop groups whose reward std ≤ epsilon, and refill the batch with groups generated for other prompts
-(up to ``max_rounds`` generation rounds). Dropped groups and infra failures (every reward None/NaN) that still fill a
-slot get advantage 0 *and* an all-zero completion mask, so they contribute no gradient at all (not even KL).
+Per step: TRL generates and scores a batch. ``grpo`` keeps TRL's advantages (so ``trl.scale_rewards`` and
+``trl.multi_objective_aggregation`` act as in TRL); ``rloo`` replaces them with the leave-one-out baseline (scaled
+only when ``trl.scale_rewards`` is set). Groups whose reward std ≤ epsilon are dropped and the batch is refilled
+with groups generated for other prompts, only as many as are still missing, up to ``max_rounds`` generation rounds.
+Dropped groups and infra failures (every reward None/NaN) that still fill a slot get advantage 0 *and* an all-zero
+completion mask, so they contribute no gradient at all (not even KL). With ``sft_weight`` λ > 0 the loss gains
+λ · NLL of the expert action (:mod:`swe_srl.train.sft`), once per prompt in the batch.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
-from trl import GRPOTrainer
 
 from swe_srl.core.actions import THINK_OPEN, parse_output
 from swe_srl.errors import ActionFormatError, TrainingError
+from swe_srl.paths import atomic_write_text
 from swe_srl.train.config import DynamicSampling
-
-
-def group_stats(
-    rewards: torch.Tensor, num_generations: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per group: (valid count, mean, unbiased std) over the non-NaN rewards."""
-    grouped = rewards.view(-1, num_generations)
-    valid = ~torch.isnan(grouped)
-    count = valid.sum(dim=1)
-    filled = torch.where(valid, grouped, torch.zeros_like(grouped))
-    mean = filled.sum(dim=1) / count.clamp(min=1)
-    sq = torch.where(valid, (grouped - mean.unsqueeze(1)) ** 2, torch.zeros_like(grouped)).sum(dim=1)
-    std = torch.sqrt(sq / (count - 1).clamp(min=1))
-    return count, mean, std
-
-
-def group_keep_mask(rewards: torch.Tensor, num_generations: int, epsilon: float) -> torch.Tensor:
-    """True for each group with at least two scored samples and reward std > epsilon."""
-    count, _, std = group_stats(rewards, num_generations)
-    return (count >= 2) & (std > epsilon)
-
-
-def compute_advantages(rewards: torch.Tensor, num_generations: int, kind: str) -> torch.Tensor:
-    """Advantages per sample; NaN rewards (infra failures) get 0 and are left out of their group's baseline.
-
-    ``grpo``: (r − group mean) / (group std + 1e-4). ``rloo``: r − mean of the other scored rewards of the group.
-    """
-    count, mean, std = group_stats(rewards, num_generations)
-    grouped = rewards.view(-1, num_generations)
-    if kind == "grpo":
-        adv = (grouped - mean.unsqueeze(1)) / (std.unsqueeze(1) + 1e-4)
-    elif kind == "rloo":
-        total = torch.nansum(grouped, dim=1, keepdim=True)
-        others = (count - 1).clamp(min=1).unsqueeze(1)
-        adv = grouped - (total - grouped) / others
-        adv = torch.where((count >= 2).unsqueeze(1), adv, torch.zeros_like(adv))
-    else:
-        raise TrainingError(f"unknown advantage {kind!r}: use 'grpo' or 'rloo'")
-    return torch.nan_to_num(adv, nan=0.0).reshape(-1)
+from swe_srl.train.groups import first_of_group, group_keep_mask, merge_rounds, rloo_advantages
+from swe_srl.train.sft import completion_nll, sft_target, target_batch
+from swe_srl.train.trl_compat import TRLHooks
 
 
 def enable_fast_generation(generation_config: Any, *, all_devices: bool = False) -> None:
@@ -152,34 +123,8 @@ class PrefixedReward:
         return self.inner(prompts, [self._prefixed(c) for c in completions], **columns)
 
 
-def _pad_cat(tensors: list[torch.Tensor], left: bool, value: float) -> torch.Tensor:
-    width = max(t.shape[1] for t in tensors)
-    padded = []
-    for t in tensors:
-        extra = width - t.shape[1]
-        pad = (extra, 0) if left else (0, extra)
-        padded.append(torch.nn.functional.pad(t, pad, value=value))
-    return torch.cat(padded, dim=0)
-
-
-def merge_rounds(outputs: list[dict[str, Any]], rows: torch.Tensor, pad_id: int) -> dict[str, Any]:
-    """Concatenate per-round TRL batches (re-padding to a common width) and keep ``rows`` in that order."""
-    merged: dict[str, Any] = {}
-    for key, first in outputs[0].items():
-        if key == "num_items_in_batch":
-            continue
-        if not isinstance(first, torch.Tensor) or first.dim() == 0:
-            raise TrainingError(f"dynamic sampling cannot merge batch field {key!r} (multimodal input?)")
-        if first.dim() == 1:
-            merged[key] = torch.cat([o[key] for o in outputs])[rows]
-        else:
-            value = pad_id if key.endswith("_ids") else 0
-            merged[key] = _pad_cat([o[key] for o in outputs], key.startswith("prompt"), value)[rows]
-    return merged
-
-
-class SRLGRPOTrainer(GRPOTrainer):
-    """``GRPOTrainer`` + dynamic sampling, grpo/rloo advantages and format / reward-layer metrics."""
+class SRLGRPOTrainer(TRLHooks):
+    """``GRPOTrainer`` + dynamic sampling, grpo/rloo advantages, the SFT term and format / reward-layer metrics."""
 
     def __init__(
         self,
@@ -188,6 +133,9 @@ class SRLGRPOTrainer(GRPOTrainer):
         dynamic_sampling: DynamicSampling | None = None,
         format_prefix: str = "",
         fast_generation: bool = True,
+        rloo_scale: str = "none",
+        sft_weight: float = 0.0,
+        model_card: Callable[[], str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -196,9 +144,10 @@ class SRLGRPOTrainer(GRPOTrainer):
             enable_fast_generation(self.generation_config)
         if advantage not in ("grpo", "rloo"):
             raise TrainingError(f"unknown advantage {advantage!r}: use 'grpo' or 'rloo'")
-        self.advantage = advantage
+        self.advantage, self.rloo_scale, self.sft_weight = advantage, rloo_scale, sft_weight
         self.dynamic_sampling = dynamic_sampling or DynamicSampling(enabled=False)
         self.format_prefix = format_prefix
+        self.model_card = model_card
         self._last_rewards: torch.Tensor | None = None
         gen = torch.Generator().manual_seed(self.args.seed + self.accelerator.process_index)
         self._refill_gen = gen
@@ -212,26 +161,24 @@ class SRLGRPOTrainer(GRPOTrainer):
         """
         if self.use_vllm or getattr(self, "use_transformers_continuous_batching", False):
             return False
+        if self.args.cache_implementation is not None:  # the run chose its cache: trl.cache_implementation
+            return False
         autocast = self.args.bf16 or self.args.fp16
         return not (autocast and next(self.model.parameters()).dtype == torch.float32)
 
     # -- rewards and metrics ------------------------------------------------------------------------------------
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        mode = "train" if self.model.training else "eval"
-        weighted = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).nansum(
-            dim=1
-        )
+    def on_rewards(self, rewards_per_func: torch.Tensor, completions: list, mode: str) -> None:
+        weights = self.reward_weight_vector().to(rewards_per_func.device).unsqueeze(0)
+        weighted = (rewards_per_func * weights).nansum(dim=1)
         weighted[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
         self._last_rewards = weighted
         ok = _format_flags(self.reward_funcs, completions, self.format_prefix)
-        self._metrics[mode]["format_compliance"].append(sum(ok) / max(len(ok), 1))
+        self.record_metric("format_compliance", sum(ok) / max(len(ok), 1), mode)
         for func in self.reward_funcs:
             components = getattr(func, "last_components", None) or []
             for key in sorted({k for c in components for k in c}):
                 values = [c[key] for c in components if key in c]
-                self._metrics[mode][f"reward_components/{key}"].append(sum(values) / len(values))
-        return rewards_per_func
+                self.record_metric(f"reward_components/{key}", sum(values) / len(values), mode)
 
     # -- dynamic sampling ---------------------------------------------------------------------------------------
     def _refill_inputs(self, num_prompts: int) -> list[dict[str, Any]]:
@@ -244,9 +191,17 @@ class SRLGRPOTrainer(GRPOTrainer):
             rows.extend(dict(row) for _ in range(self.num_generations))
         return rows
 
+    def refill_state(self) -> dict[str, Any]:
+        """The refill random state (generator + the rest of the current permutation), for checkpoints."""
+        return {"generator": self._refill_gen.get_state().tolist(), "order": list(self._refill_order)}
+
+    def load_refill_state(self, state: dict[str, Any]) -> None:
+        self._refill_gen.set_state(torch.tensor(state["generator"], dtype=torch.uint8))
+        self._refill_order = [int(i) for i in state["order"]]
+
     def _score_round(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
         """One TRL generate+score pass; returns (batch, local keep-per-sample, global kept-group count)."""
-        out = super()._generate_and_score_completions(inputs)
+        out = self.generate_and_score(inputs)
         rewards = self._last_rewards
         if rewards is None:
             raise TrainingError("no rewards were computed for the batch")
@@ -256,39 +211,104 @@ class SRLGRPOTrainer(GRPOTrainer):
         else:
             keep_groups = torch.ones(rewards.numel() // G, dtype=torch.bool, device=rewards.device)
         keep = keep_groups.repeat_interleave(G) & ~torch.isnan(rewards)
-        adv = compute_advantages(rewards, G, self.advantage) * keep
         local = slice(
             self.accelerator.process_index * len(inputs), (self.accelerator.process_index + 1) * len(inputs)
         )
-        out["advantages"] = adv[local].to(out["advantages"].dtype)
+        if self.advantage == "rloo":
+            out["advantages"] = rloo_advantages(rewards, G, self.rloo_scale)[local].to(
+                out["advantages"].dtype
+            )
+        out["advantages"] = out["advantages"] * keep[local].to(
+            out["advantages"].device, out["advantages"].dtype
+        )
         out["completion_mask"] = out["completion_mask"] * keep[local].unsqueeze(1).to(
             out["completion_mask"].dtype
         )
         return out, keep[local], keep_groups
 
-    def _generate_and_score_completions(self, inputs):  # type: ignore[override]
-        if not self.model.training:
-            return super()._generate_and_score_completions(inputs)
-        G, n_local = self.num_generations, len(inputs)
-        rounds = 1 if self.accelerator.num_processes > 1 and n_local % G else self.dynamic_sampling.max_rounds
-        outputs, keeps, sampled, kept = [], [], 0, 0
+    def train_batch(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        G, n_local, procs = self.num_generations, len(inputs), self.accelerator.num_processes
+        rounds = 1 if procs > 1 and n_local % G else self.dynamic_sampling.max_rounds
+        outputs, keeps, rows, sampled, kept = [], [], [], 0, 0
         batch = inputs
-        for _ in range(rounds if self.dynamic_sampling.enabled else 1):
+        rounds = rounds if self.dynamic_sampling.enabled else 1
+        for round_index in range(rounds):
             out, keep, keep_groups = self._score_round(batch)
             outputs.append(out)
             keeps.append(keep)
+            rows.extend(batch)
             sampled += keep_groups.numel()
             kept += int(keep_groups.sum())
-            if kept * G >= n_local * self.accelerator.num_processes:
+            missing = n_local * procs - kept * G
+            if missing <= 0 or round_index == rounds - 1:
                 break
-            batch = self._refill_inputs(n_local // G)
+            # only the groups still missing (the same count on every process: it comes from gathered rewards)
+            batch = self._refill_inputs(math.ceil(math.ceil(missing / G) / procs))
         all_keep = torch.cat(keeps)
         order = torch.cat([torch.nonzero(all_keep).flatten(), torch.nonzero(~all_keep).flatten()])[:n_local]
         merged = merge_rounds(outputs, order, self.processing_class.pad_token_id)
         loss_mask = merged["completion_mask"] * merged.get("tool_mask", 1)
         merged["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
-        metrics = self._metrics["train"]
-        metrics["dynamic_sampling/kept_ratio"].append(kept / max(sampled, 1))
-        metrics["dynamic_sampling/rounds"].append(float(len(outputs)))
-        metrics["dynamic_sampling/filled_ratio"].append(float(all_keep[order].float().mean()))
+        if self.sft_weight > 0:
+            merged.update(self._sft_batch([rows[i] for i in order.tolist()], order, n_local))
+        self.record_metric("dynamic_sampling/kept_ratio", kept / max(sampled, 1))
+        self.record_metric("dynamic_sampling/rounds", len(outputs))
+        self.record_metric("dynamic_sampling/filled_ratio", float(all_keep[order].float().mean()))
+        self.record_metric("dynamic_sampling/generated_groups", len(rows) / G)
         return merged
+
+    # -- the auxiliary SFT term ---------------------------------------------------------------------------------
+    def _sft_batch(self, rows: list[dict[str, Any]], order: torch.Tensor, n_local: int) -> dict[str, Any]:
+        """Expert-turn targets for the batch rows (``sft_*``), the SFT loss on one row per prompt."""
+        tokenizer, pad = self.processing_class, self.processing_class.pad_token_id
+        for row in rows:
+            if not str(row.get("expert_action") or "").strip():
+                raise TrainingError("loss.sft_weight > 0 needs an expert_action in every training row")
+        targets = [
+            sft_target(
+                tokenizer,
+                row["expert_action"],
+                str(row.get("expert_thought") or ""),
+                self.format_prefix,
+                self.max_completion_length,
+            )
+            for row in rows
+        ]
+        batch = target_batch(targets, pad)
+        start = self.accelerator.process_index * n_local
+        round_of = order // n_local  # rows of round r sit at r * n_local + local index in the concatenation
+        group_ids = round_of * 10**9 + (start + order % n_local) // self.num_generations
+        device = self.accelerator.device
+        return {
+            "sft_target_ids": batch["target_ids"].to(device),
+            "sft_target_mask": batch["target_mask"].to(device),
+            "sft_loss_mask": batch["loss_mask"].to(device),
+            "sft_row": first_of_group(group_ids.cpu()).to(device),
+        }
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        if self.sft_weight <= 0 or "sft_row" not in inputs or not self.model.training:
+            return loss
+        rows = inputs["sft_row"].bool()
+        if not rows.any():
+            return loss
+        nll = completion_nll(
+            model,
+            inputs["prompt_ids"][rows],
+            inputs["prompt_mask"][rows],
+            inputs["sft_target_ids"][rows],
+            inputs["sft_target_mask"][rows],
+            inputs["sft_loss_mask"][rows],
+        )
+        self.record_metric("sft/loss", nll.item())
+        return loss + self.sft_weight * nll / self.current_gradient_accumulation_steps
+
+    # -- model card ---------------------------------------------------------------------------------------------
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        """swe-srl's card (``model_card``) in the output directory instead of TRL's template."""
+        if self.model_card is None:
+            return super().create_model_card(model_name, dataset_name, tags)
+        if self.is_world_process_zero():
+            atomic_write_text(Path(self.args.output_dir) / "README.md", self.model_card())
+        return None

@@ -60,6 +60,26 @@ def make_samples(n_instances: int = 8, seed: int = 0, oracle: bool = False) -> l
     return rows
 
 
+TINY = [
+    "tiny.hidden_size=32",
+    "tiny.vocab_size=300",
+    "tiny.warmup_steps=4",  # the format warm-up runs, briefly
+    "trl.num_generations=4",
+    "trl.per_device_train_batch_size=8",
+    "trl.max_completion_length=8",
+]
+"""Overrides that make the tiny model's training steps cheap (each test adds its own)."""
+
+
+class ConstantReward:
+    """Every completion scores the same: every group has zero variance."""
+
+    __name__ = "constant"
+
+    def __call__(self, prompts, completions, **columns):
+        return [0.5] * len(completions)
+
+
 class StandInReward:
     """Test-only reward: −1 on format error, else similarity of the action to the expert action."""
 

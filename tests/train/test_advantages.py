@@ -1,4 +1,4 @@
-"""Group filter (dynamic sampling) and advantages on hand-made reward tensors."""
+"""Group filter (dynamic sampling), rloo advantages (with scale_rewards) and SFT targets on hand-made inputs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from swe_srl.errors import TrainingError  # noqa: E402
-from swe_srl.train.trainer import compute_advantages, format_ok, group_keep_mask  # noqa: E402
+from swe_srl.train.groups import first_of_group, group_keep_mask, rloo_advantages  # noqa: E402
+from swe_srl.train.trainer import format_ok  # noqa: E402
 
 pytestmark = pytest.mark.train
 NAN = float("nan")
@@ -37,7 +38,7 @@ def test_group_keep_mask_drops_exactly_zero_variance_groups(rewards, eps, expect
 
 def test_rloo_matches_hand_computed_leave_one_out():
     rewards = torch.tensor([1.0, 0.0, 0.5, NAN, 2.0, 2.0, 2.0, 2.0, 1.0, 0.0, 0.0, 0.0])
-    adv = compute_advantages(rewards, 4, "rloo").tolist()
+    adv = rloo_advantages(rewards, 4).tolist()
     expected = [
         1 - (0 + 0.5) / 2,
         0 - (1 + 0.5) / 2,
@@ -55,16 +56,25 @@ def test_rloo_matches_hand_computed_leave_one_out():
     assert adv == pytest.approx(expected, abs=1e-6)
 
 
-def test_grpo_is_group_mean_over_std():
-    rewards = torch.tensor([1.0, 0.0, 0.0, 0.0])
-    mean, std = 0.25, math.sqrt((0.75**2 + 3 * 0.25**2) / 3)
-    expected = [(r - mean) / (std + 1e-4) for r in rewards.tolist()]
-    assert compute_advantages(rewards, 4, "grpo").tolist() == pytest.approx(expected, rel=1e-5)
+def test_rloo_scale_rewards_divides_by_the_group_or_batch_std():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0])
+    plain = rloo_advantages(rewards, 4, "none")
+    group_std = math.sqrt((0.75**2 + 3 * 0.25**2) / 3)
+    assert rloo_advantages(rewards, 4, "group")[:4].tolist() == pytest.approx(
+        (plain[:4] / (group_std + 1e-4)).tolist(), rel=1e-5
+    )
+    assert rloo_advantages(rewards, 4, "batch").tolist() == pytest.approx(
+        (plain / (rewards.std() + 1e-4)).tolist(), rel=1e-5
+    )
 
 
-def test_unknown_advantage_is_named():
+def test_unknown_scale_is_named():
     with pytest.raises(TrainingError, match="'ppo'"):
-        compute_advantages(torch.zeros(4), 4, "ppo")
+        rloo_advantages(torch.zeros(4), 4, "ppo")
+
+
+def test_first_of_group_marks_one_row_per_prompt():
+    assert first_of_group(torch.tensor([0, 0, 1, 1, 0, 7, 1])).tolist() == [1, 0, 1, 0, 0, 1, 0]
 
 
 FORMAT_CASES = [

@@ -47,3 +47,118 @@ def test_unknown_key_in_yaml_names_file_and_key(tmp_path: Path):
     path.write_text("lora:\n  rank: 8\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"'lora\.rank'.*bad\.yaml|bad\.yaml.*'lora\.rank'"):
         load_config(path)
+
+
+WRONG_TYPES = [
+    # (override, the type named in the message)
+    ("trl.learning_rate=abc", "float"),
+    ("trl.max_steps=2.5", "int"),
+    ("trl.bf16=maybe", "bool"),
+    ("trl.lr_scheduler_kwargs=[1, 2]", "dict"),
+    ("trl.log_level=loud", "one of"),
+]
+
+
+@pytest.mark.parametrize(("override", "expected"), WRONG_TYPES)
+def test_wrong_typed_trl_values_name_key_value_and_type(override, expected):
+    key, _, value = override.partition("=")
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [override])
+    message = str(info.value)
+    assert "\n" not in message and key in message and expected in message
+    assert value.split(",")[0].strip("[") in message
+
+
+@pytest.mark.parametrize(
+    "key", ["output_dir", "resume_from_checkpoint", "eval_strategy", "remove_unused_columns"]
+)
+def test_trl_options_swe_srl_owns_are_refused_with_the_reason(key):
+    from swe_srl.train.trl_options import REFUSED
+
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [f"trl.{key}=x"])
+    assert f"trl.{key}" in str(info.value) and REFUSED[key] in str(info.value)
+
+
+def test_rloo_has_no_normalize_then_sum():
+    with pytest.raises(ConfigError, match="multi_objective_aggregation"):
+        load_config(None, ["advantage=rloo", "trl.multi_objective_aggregation=normalize_then_sum"])
+
+
+def test_use_vllm_without_vllm_fails_at_config_time():
+    from swe_srl.train.trl_options import vllm_available
+
+    if vllm_available():
+        pytest.skip("vLLM is installed here")
+    with pytest.raises(ConfigError, match=r"trl\.use_vllm=true needs vLLM.*pip install vllm"):
+        load_config(None, ["trl.use_vllm=true", "trl.vllm_mode=server"])
+
+
+def test_sft_weight_is_for_the_srl_stage():
+    with pytest.raises(ConfigError, match="loss.sft_weight"):
+        load_config(None, ["loss.sft_weight=0.1"], stage="rlvr", init="ckpt")
+    assert load_config(None, ["loss.sft_weight=0.1"]).loss.sft_weight == 0.1
+
+
+def test_trl_version_outside_the_tested_range_is_refused(monkeypatch):
+    from importlib.metadata import version
+
+    from swe_srl.errors import TrainingError
+    from swe_srl.train.trl_options import TESTED_RANGE, check_trl_version
+
+    assert check_trl_version() == version("trl")
+    monkeypatch.delenv("SWE_SRL_ANY_TRL", raising=False)
+    for other in ("1.17.0", "2.0.1", "0.9.6"):
+        with pytest.raises(TrainingError, match=rf"TRL {other} is installed.*trl{TESTED_RANGE}"):
+            check_trl_version(other)
+    monkeypatch.setenv("SWE_SRL_ANY_TRL", "1")
+    assert check_trl_version("1.17.0") == "1.17.0"
+
+
+def test_pyproject_pins_the_tested_trl_range():
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8")
+    from swe_srl.train.trl_options import TESTED_RANGE
+
+    assert f'"trl{TESTED_RANGE}"' in pyproject
+
+
+def test_presets_are_the_bottom_layer(tmp_path: Path):
+    from swe_srl.train.presets import REAL_TRL_DEFAULTS
+    from swe_srl.train.trl_options import vllm_available
+
+    assert load_config(None, []).trl == {} and load_config(None, [], preset="cpu-tiny").trl == {}
+    small = load_config(None, [], preset="cpu-small", model="m")
+    assert small.trl["max_steps"] == 20 and small.trl["num_generations"] == 4 and small.max_prompt_tokens
+    path = tmp_path / "c.yaml"
+    path.write_text("preset: cpu-small\ntrl:\n  learning_rate: 3.0e-4\n", encoding="utf-8")
+    layered = load_config(path, ["trl.max_steps=5"], model="m")
+    assert layered.preset == "cpu-small" and layered.trl["learning_rate"] == 3e-4  # YAML over the preset
+    assert layered.trl["max_steps"] == 5 and layered.trl["num_generations"] == 4  # --set over both, rest kept
+    paper = load_config(None, ["lora.enabled=true"], preset="paper-gpu")
+    assert paper.model == "Qwen/Qwen2.5-Coder-7B-Instruct" and paper.lora.enabled
+    assert {k: paper.trl[k] for k in REAL_TRL_DEFAULTS} == REAL_TRL_DEFAULTS and paper.trl["bf16"] is True
+    assert paper.trl["use_vllm"] is vllm_available()
+    assert load_config(None, [], preset="paper-gpu", model="local/path").model == "local/path"
+    with pytest.raises(ConfigError, match="unknown preset 'gpu'.*cpu-small"):
+        load_config(None, [], preset="gpu")
+
+
+def test_explicit_trl_options_beat_the_cpu_adjustments(tmp_path: Path):
+    """report_to / disable_tqdm / bf16 / gradient_checkpointing: the run's trl options win over our defaults."""
+    from swe_srl.train.policy import grpo_args
+
+    sets = ["trl.report_to=tensorboard", "trl.disable_tqdm=false", "trl.gradient_checkpointing=true"]
+    args = grpo_args(load_config(None, sets, output=str(tmp_path)), tiny=True)
+    assert args.report_to == ["tensorboard"] and args.disable_tqdm is False and args.gradient_checkpointing
+    quiet = grpo_args(load_config(None, [], output=str(tmp_path)), tiny=True)
+    assert quiet.report_to == [] and quiet.disable_tqdm is True and quiet.gradient_checkpointing is False
+
+
+def test_grpo_config_checks_become_config_errors(tmp_path: Path):
+    from swe_srl.train.policy import grpo_args
+
+    cfg = load_config(
+        None, ["trl.num_generations=3", "trl.per_device_train_batch_size=8"], output=str(tmp_path)
+    )
+    with pytest.raises(ConfigError, match="rejected by trl.GRPOConfig"):
+        grpo_args(cfg, tiny=True)

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from conftest import StandInReward  # noqa: E402
+from conftest import TINY, ConstantReward, StandInReward  # noqa: E402
 
 from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
@@ -19,25 +19,11 @@ from swe_srl.train.run import run_training  # noqa: E402
 pytestmark = pytest.mark.train
 
 FAST = [
-    "tiny.hidden_size=32",
-    "tiny.vocab_size=300",
-    "tiny.warmup_steps=4",  # the format warm-up runs, briefly
-    "trl.num_generations=4",
-    "trl.per_device_train_batch_size=8",
-    "trl.max_completion_length=8",
+    *TINY,
     "trl.save_steps=2",
     "eval.every=0",
     "eval.max_samples=2",
 ]
-
-
-class ConstantReward:
-    """Every completion scores the same: every group has zero variance."""
-
-    __name__ = "constant"
-
-    def __call__(self, prompts, completions, **columns):
-        return [0.5] * len(completions)
 
 
 def _weights(path: Path) -> dict[str, torch.Tensor]:
@@ -51,8 +37,8 @@ def test_tiny_training_end_to_end(samples_file: Path, tmp_path: Path):
     cfg = load_config(
         None, [*FAST, "trl.max_steps=2", "advantage=rloo"], samples=str(samples_file), output=str(out)
     )
-    summary = run_training(cfg, reward_func=StandInReward())
-    assert summary["steps"] == 2
+    summary = run_training(cfg, reward_func=StandInReward(), command="run-1")
+    assert summary["steps"] == 2 and summary["command"] == "run-1"
     assert summary["format_warmup"]["steps"] == 4
     before, after = _weights(out / "tiny-model"), _weights(out / "checkpoint-2")
     assert any(not torch.equal(before[k], after[k]) for k in before), "no parameter changed"
@@ -73,11 +59,32 @@ def test_tiny_training_end_to_end(samples_file: Path, tmp_path: Path):
     assert any("eval/mean_reward" in r for r in records)
     assert (out / "training_curves.png").stat().st_size > 1000
     assert json.loads((out / "summary.json").read_text())["steps"] == 2
-    # resume continues from checkpoint-2
+    card = (out / "final" / "README.md").read_text()
+    for needle in (
+        "embedded tiny Qwen2-shaped model",  # the base model
+        f"file `{samples_file}`",  # the data and its counts
+        "35 train (7 instances), 5 held out (1 instances)",
+        "Supervised Reinforcement Learning (SRL)",  # the method
+        "advantage: `rloo`",
+        "ε = 0.1",
+        "KL β = 0.05",
+        "SFT term λ = 0.0",
+        f"**{summary['eval'][-1]['mean_reward']:+.3f}** at step 2",  # final held-out metric
+        "```\nrun-1\n```",  # the command
+        "trl 1.16",
+    ):
+        assert needle in card, needle
+    assert "fine-tuned version of" not in (out / "README.md").read_text()  # not TRL's template
+    # resume continues from checkpoint-2; the earlier evaluation stays in the summary
     cfg = load_config(
         None, [*FAST, "trl.max_steps=3"], samples=str(samples_file), output=str(out), resume=True
     )
-    assert run_training(cfg, reward_func=StandInReward())["steps"] == 3
+    resumed = run_training(cfg, reward_func=StandInReward(), command="run-2")
+    assert resumed["steps"] == 3 and [e["step"] for e in resumed["eval"]] == [2, 3]
+    steps = [
+        json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines() if '"reward"' in x
+    ]
+    assert steps == [1, 2, 3]
 
 
 def test_zero_variance_groups_contribute_no_gradient(samples_file: Path, tmp_path: Path):
@@ -151,7 +158,10 @@ def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, t
     )
     trainer, _ = build_trainer(cut, [long_row], [], StandInReward())
     prompt = trainer.train_dataset[0]["prompt"]
-    assert prompt != long_row["prompt"] and prompt[-1] == long_row["prompt"][-1]  # latest message kept whole
+    assert prompt != long_row["prompt"] and len(prompt) < len(long_row["prompt"])  # fitted (core.prompts)
+    assert (
+        prompt[0] == long_row["prompt"][0] and prompt[-2] == long_row["prompt"][-2]
+    )  # system, latest action kept
     first = next(
         json.loads(x) for x in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines() if "reward" in x
     )

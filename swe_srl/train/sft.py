@@ -1,0 +1,73 @@
+"""The supervised (SFT) loss on expert steps: one place for the tiny model's format warm-up, the auxiliary SFT term
+inside the GRPO step (``loss.sft_weight``) and a future ``--method sft`` baseline.
+
+The target of a step is the model turn after the chat template's generation prompt: ``<think>`` (when the template
+does not open it), the expert thought, then ``</think>``, a newline, the expert action and EOS. The loss is the mean
+next-token NLL over ``</think>`` + action + EOS; the thought is context only (expert thoughts are often absent or
+reconstructed, and SRL leaves the reasoning to the policy). Layout as TRL's batches: prompts left-padded, targets
+right-padded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
+
+
+def sft_target(
+    tokenizer: Any, action: str, thought: str = "", prefix: str = THINK_OPEN, max_tokens: int | None = None
+) -> tuple[list[int], list[int]]:
+    """(token ids, loss mask) of one expert turn; ``prefix`` is what the generation prompt already wrote."""
+    context = ("" if prefix else THINK_OPEN) + thought.strip()
+    ids = tokenizer(context, add_special_tokens=False)["input_ids"] if context else []
+    target = tokenizer(f"{THINK_CLOSE}\n{action.strip()}", add_special_tokens=False)["input_ids"]
+    target = [*target, tokenizer.eos_token_id]
+    if max_tokens is not None:  # the budget goes to the target first
+        target = target[:max_tokens]
+        ids = ids[: max(0, max_tokens - len(target))]
+    return ids + target, [0] * len(ids) + [1] * len(target)
+
+
+def pad_right(rows: list[list[int]], value: int):
+    """A (len(rows), longest) long tensor, each row padded on the right with ``value``."""
+    import torch
+
+    width = max((len(r) for r in rows), default=0)
+    return torch.tensor([r + [value] * (width - len(r)) for r in rows], dtype=torch.long).reshape(
+        len(rows), width
+    )
+
+
+def pad_left(rows: list[list[int]], value: int):
+    """A (len(rows), longest) long tensor, each row padded on the left with ``value``."""
+    import torch
+
+    width = max((len(r) for r in rows), default=0)
+    return torch.tensor([[value] * (width - len(r)) + r for r in rows], dtype=torch.long).reshape(
+        len(rows), width
+    )
+
+
+def target_batch(targets: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, Any]:
+    """``sft_target`` results → ``target_ids``, ``target_mask`` (attention) and ``loss_mask``, right-padded."""
+    return {
+        "target_ids": pad_right([ids for ids, _ in targets], pad_id),
+        "target_mask": pad_right([[1] * len(ids) for ids, _ in targets], 0),
+        "loss_mask": pad_right([mask for _, mask in targets], 0),
+    }
+
+
+def completion_nll(model, prompt_ids, prompt_mask, target_ids, target_mask, loss_mask):
+    """Mean next-token NLL of the ``loss_mask`` tokens of ``target_ids`` given the (left-padded) prompts."""
+    import torch
+
+    input_ids = torch.cat([prompt_ids, target_ids], dim=1)
+    attention = torch.cat([prompt_mask, target_mask], dim=1)
+    width = target_ids.shape[1]
+    logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=width + 1).logits[:, :-1]
+    nll = torch.nn.functional.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), target_ids.reshape(-1), reduction="none"
+    ).view_as(target_ids)
+    weights = loss_mask.to(nll.dtype)
+    return (nll * weights).sum() / weights.sum().clamp(min=1.0)

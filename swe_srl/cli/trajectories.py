@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -71,7 +70,15 @@ def decompose_cmd(
     ),
     output: Path = typer.Option(..., "-o", "--output", help="SRL step samples JSONL to write."),
     oracle_files: bool = typer.Option(
-        False, "--oracle-files", help="Put the gold patch's files in every prompt."
+        False,
+        "--oracle-files",
+        help="Put the gold patch's files in every prompt (whole; with --max-tokens, windows where they do not fit).",
+    ),
+    oracle_window: int | None = typer.Option(
+        None,
+        "--oracle-window",
+        min=0,
+        help="Oracle files as windows of N context lines around the gold patch's hunks (implies --oracle-files).",
     ),
     tasks: str | None = typer.Option(
         None, "--tasks", help="Task set (split per instance; needed for --oracle-files)."
@@ -104,8 +111,12 @@ def decompose_cmd(
         False, "--history-thoughts", help="Show earlier expert thoughts as <think>…</think> in the history."
     ),
 ) -> None:
-    """Split expert trajectories into SRL step samples (prompt → expert action)."""
+    """Split expert trajectories into SRL step samples (prompt → expert action).
 
+    The file holds a header (the prompt options), each trajectory and each instance's oracle files once, and one
+    line per sample naming its target (``expert_action``); `swe-srl train` builds the prompts when it reads it."""
+
+    oracle_files = oracle_files or oracle_window is not None
     if oracle_files and tasks is None:
         raise ConfigError(
             "--oracle-files needs --tasks (the instances whose gold patches name the files); "
@@ -118,10 +129,12 @@ def decompose_cmd(
         imports.append(stats)
     skipped = sum(len(stats.skipped) for stats in imports)
     wanted = {t.instance_id for t in trajs}
-    splits, contents = _task_inputs(tasks, repos_dir, wanted, oracle_files)
+    splits, contents, patches = _task_inputs(tasks, repos_dir, wanted, oracle_files)
     samples, stats = decompose(
         trajs,
         oracle_files=contents,
+        oracle_patches=patches,
+        oracle_window=oracle_window,
         splits=splits,
         tokenizer=load_tokenizer(tokenizer) if tokenizer else None,
         max_tokens=max_tokens,
@@ -129,22 +142,39 @@ def decompose_cmd(
         merge_similar=merge_similar,
         history_thoughts=history_thoughts,
     )
-    atomic_write_text(output, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
+    atomic_write_text(output, samples.text())
     _table("decompose", [("bad records skipped", skipped), *stats.rows()])
-    typer.echo(f"wrote {len(samples)} samples to {output}")
+    if stats.dropped_by_instance:
+        _instance_table(stats.instance_rows())
+    typer.echo(f"wrote {len(samples)} samples to {output}; {stats.summary()}")
     _name_inputs(imports)
+
+
+def _instance_table(rows: list[tuple[str, int, str]], shown: int = 30) -> None:
+    """The instances that lost samples: how many each kept and lost, by reason (the most lost first)."""
+    table = Table(title="dropped samples by instance")
+    for column in ("instance", "samples kept", "dropped"):
+        table.add_column(column, justify="left" if column != "samples kept" else "right")
+    for instance_id, kept, reasons in rows[:shown]:
+        table.add_row(instance_id, str(kept), reasons)
+    if len(rows) > shown:
+        table.add_row(f"… and {len(rows) - shown} more", "", "")
+    Console().print(table)
 
 
 def _task_inputs(
     tasks: str | None, repos_dir: Path | None, wanted: set[str], oracle_files: bool
-) -> tuple[dict[str, str] | None, dict | None]:
+) -> tuple[dict[str, str] | None, dict | None, dict[str, str] | None]:
+    """(splits, oracle file contents, gold patches) of the task set's instances the trajectories cover."""
     if tasks is None:
-        return None, None
+        return None, None, None
 
     instances = load_instances(tasks)
     splits = {i.instance_id: i.split for i in instances}
     used = [i for i in instances if i.instance_id in wanted]
-    return splits, oracle_contents(used, repos_dir) if oracle_files else None
+    if not oracle_files:
+        return splits, None, None
+    return splits, oracle_contents(used, repos_dir), {i.instance_id: i.patch for i in used}
 
 
 def register(app: typer.Typer) -> None:

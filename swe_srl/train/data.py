@@ -12,7 +12,8 @@ from typing import Any
 
 from swe_srl.benchmark.eval_sets import eval_instances
 from swe_srl.benchmark.instances import HELD_OUT, split_of
-from swe_srl.errors import TrainingError
+from swe_srl.errors import TrainingError, TrajectoryFormatError
+from swe_srl.trajectories.sample_file import SHARED, expand
 
 REQUIRED = ("prompt", "expert_action")
 KEEP = (
@@ -46,19 +47,34 @@ def _check(record: Any, where: str) -> dict[str, Any]:
 
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
-    """Read and validate a samples JSONL file; errors name the file and line."""
+    """Read and validate a samples JSONL file; errors name the file and line.
+
+    Both formats: self-contained samples (format 1: each with its ``prompt``) and the shared-record file that
+    ``swe-srl decompose`` writes (format 2, :mod:`swe_srl.trajectories.sample_file`), whose prompts are built here,
+    exactly as format 1 held them."""
     path = Path(path)
     if not path.is_file():
         raise TrainingError(f"samples file {path} does not exist (create it with `swe-srl decompose`)")
-    rows = []
+    records = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            records.append((f"{path}:{number}", json.loads(line)))
         except json.JSONDecodeError as exc:
             raise TrainingError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-        rows.append(_check(record, f"{path}:{number}"))
+    built = [(w, r) for w, r in records if isinstance(r, dict) and r.get("kind") is not None]
+    try:
+        expanded = iter(expand(built))
+    except TrajectoryFormatError as exc:
+        raise TrainingError(str(exc)) from exc
+    rows = []
+    for where, record in records:  # in file order: format-2 samples take their built row
+        if isinstance(record, dict) and record.get("kind") in SHARED:
+            continue
+        if isinstance(record, dict) and record.get("kind") is not None:
+            record = next(expanded)
+        rows.append(_check(record, where))
     if not rows:
         raise TrainingError(f"samples file {path} holds no samples")
     return rows

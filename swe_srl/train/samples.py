@@ -3,7 +3,9 @@
 The default run uses the bundled suite: scripted-expert trajectories of ``bundled:train`` (trained on) and of
 ``bundled:test`` (held-out evaluation only; their samples carry ``split="test"``). Oracle file contents come from
 each task's repository at ``base_commit`` (the materialized repo of a bundled/synthesized task, ``--repos-dir``
-clones, or the repos cache), read with ``git show``.
+clones, or the repos cache), read with ``git show``; prompts show them as windows of :data:`ORACLE_WINDOW` lines
+around the gold patch's hunks (``build_samples(oracle_window=None)``: whole files). The file is the samples file
+``swe-srl decompose`` writes (:mod:`swe_srl.trajectories.sample_file`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from swe_srl.trajectories.oracle import oracle_contents
 from swe_srl.trajectories.schema import Trajectory
 from swe_srl.trajectories.scripted import default_trajectories
 
-SAMPLES_FORMAT = "1"
-"""Bump when the sample records change in a way the cache key does not see."""
+SAMPLES_FORMAT = "2"
+"""Bump when the sample records change in a way the cache key does not see (2: shared trajectory/oracle records,
+prompts built when read; see :mod:`swe_srl.trajectories.sample_file`)."""
+
+ORACLE_WINDOW = 10
+"""Training's oracle setting: windows of this many context lines around the gold patch's hunks (None: whole files)."""
 
 
 @dataclass
@@ -38,7 +44,8 @@ class SampleSet:
 
 def _code_version() -> str:
 
-    modules = [importlib.import_module(m) for m in ("swe_srl.core.prompts", "swe_srl.trajectories.decompose")]
+    names = ("core.prompts", "trajectories.decompose", "trajectories.sample_file", "trajectories.oracle_fit")
+    modules = [importlib.import_module(f"swe_srl.{name}") for name in names]
     text = "".join(Path(str(m.__file__)).read_text() for m in modules)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -53,14 +60,26 @@ def _source_key(source: str) -> str:
     return source  # a HF dataset id
 
 
-def samples_key(sources: Sequence[str], instances: Sequence[Instance] | None, oracle_files: bool) -> str:
+def samples_key(
+    sources: Sequence[str],
+    instances: Sequence[Instance] | None,
+    oracle_files: bool,
+    oracle_window: int | None = ORACLE_WINDOW,
+) -> str:
     """Cache key of a samples file: trajectory contents, the task set's ids/splits/commits, options, code."""
     tasks = [
         [i.instance_id, i.base_commit, i.patch, i.extra.get("split"), str(i.extra.get("repo_dir", ""))]
         for i in instances or []
     ]
     payload = json.dumps(
-        [SAMPLES_FORMAT, _code_version(), [_source_key(s) for s in sources], tasks, oracle_files],
+        [
+            SAMPLES_FORMAT,
+            _code_version(),
+            [_source_key(s) for s in sources],
+            tasks,
+            oracle_files,
+            oracle_window,
+        ],
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -77,9 +96,11 @@ def build_samples(
     instances: Sequence[Instance] | None = None,
     oracle_files: bool = False,
     repos_dir: Path | None = None,
+    oracle_window: int | None = ORACLE_WINDOW,
 ) -> SampleSet:
     """Import ``sources`` (any importer format), decompose them against ``instances`` (splits, oracle files) and
-    cache the samples JSONL; a cached file with the same inputs is reused."""
+    cache the samples JSONL; a cached file with the same inputs is reused. With ``oracle_files``, prompts hold
+    windows of ``oracle_window`` context lines around the gold patch's hunks (None: whole files)."""
 
     if oracle_files and instances is None:
         raise TrainingError(
@@ -91,16 +112,21 @@ def build_samples(
         trajs = [t for t in trajs if t.instance_id in known]
     if not trajs:
         raise TrainingError(f"no trajectories of the task set's instances in {', '.join(map(str, sources))}")
-    path = cache_dir("samples") / f"samples-{samples_key(sources, instances, oracle_files)}.jsonl"
+    key = samples_key(sources, instances, oracle_files, oracle_window)
+    path = cache_dir("samples") / f"samples-{key}.jsonl"
     if not path.exists():
         used = {t.instance_id for t in trajs}
         wanted = [i for i in instances or [] if i.instance_id in used]
         oracle = oracle_contents(wanted, repos_dir) if oracle_files else None
         splits = _splits(wanted) if instances is not None else None
-        samples, _ = decompose(trajs, oracle_files=oracle, splits=splits)
-        if not samples:
+        patches = {i.instance_id: i.patch for i in wanted} if oracle_files else None
+        window = oracle_window if oracle_files else None
+        samples, _ = decompose(
+            trajs, oracle_files=oracle, oracle_patches=patches, oracle_window=window, splits=splits
+        )
+        if not len(samples):
             raise TrainingError(f"decomposing {len(trajs)} trajectories gave no samples")
-        atomic_write_text(path, "".join(json.dumps(s) + "\n" for s in samples))
+        atomic_write_text(path, samples.text())
     return SampleSet(path, trajs, list(instances) if instances is not None else None)
 
 

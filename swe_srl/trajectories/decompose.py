@@ -15,53 +15,31 @@ expert's environment ran, in order. Only the choice of *targets* filters, and ev
   action the policy must learn.
 
 With a token budget, the oldest observations are elided first (never the problem or the last step); a sample
-still over budget is dropped (``over_budget``). Pure and deterministic: same input, same output.
+still over budget is dropped (``over_budget``), counted per instance (:attr:`DecomposeStats.dropped_by_instance`).
+With oracle files and a budget, a sample whose prompt needs more than eliding observations to fit with whole files
+(older steps omitted or the files cut) is retried with windows around the gold patch's hunks
+(:data:`WINDOW_LADDER` lines of context, in turn); the first that fits by eliding alone is kept, else the smallest
+window if it fits at all. ``oracle_window`` forces one window size. Pure and deterministic: same input, same output.
+
+The result is a :class:`~swe_srl.trajectories.sample_file.SampleFile`: each trajectory and each instance's oracle
+files once, one compact record per sample; prompts are built when it is read (see that module for the format).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
-from swe_srl.core.prompts import TokenCounter, build_messages, fit_messages, format_action, format_observation
+from swe_srl.core.prompts import TokenCounter
 from swe_srl.errors import ConfigError
+from swe_srl.trajectories import sample_file as sf
+from swe_srl.trajectories.decompose_stats import DecomposeStats
+from swe_srl.trajectories.oracle import oracle_setting
+from swe_srl.trajectories.oracle_fit import WINDOW_LADDER, Oracles, fit_sample
 from swe_srl.trajectories.schema import Step, Trajectory
-
-
-@dataclass
-class DecomposeStats:
-    """What decomposition did: counts of inputs, outputs, and of everything not made a sample, by reason."""
-
-    trajectories: int = 0
-    trajectories_used: int = 0
-    steps: int = 0
-    samples: int = 0
-    merged: int = 0
-    """Steps not made targets by ``merge_similar`` (0 when it is off); they stay in later histories."""
-    dropped_steps: Counter[str] = field(default_factory=Counter)
-    """Steps that are not targets (``empty``, ``comment``), by reason; they stay in later histories."""
-    dropped_samples: Counter[str] = field(default_factory=Counter)
-    dropped_trajectories: Counter[str] = field(default_factory=Counter)
-
-    def rows(self) -> list[tuple[str, int]]:
-        """(label, count) rows for a table, in a stable order; ``merged`` is always shown."""
-        rows = [
-            ("trajectories", self.trajectories),
-            ("trajectories used", self.trajectories_used),
-            ("steps", self.steps),
-            ("samples", self.samples),
-            ("not a target: merged similar", self.merged),
-        ]
-        for prefix, counter in (
-            ("dropped trajectory", self.dropped_trajectories),
-            ("not a target", self.dropped_steps),
-            ("dropped sample", self.dropped_samples),
-        ):
-            rows += [(f"{prefix}: {reason}", n) for reason, n in sorted(counter.items())]
-        return rows
 
 
 def _normalize(action: str) -> str:
@@ -138,29 +116,48 @@ def decompose(
     trajs: Iterable[Trajectory],
     *,
     oracle_files: Mapping[str, Mapping[str, str]] | None = None,
+    oracle_patches: Mapping[str, str] | None = None,
+    oracle_window: int | None = None,
     splits: Mapping[str, str] | None = None,
     tokenizer: Any = None,
     max_tokens: int | None = None,
     observation_chars: int = 2000,
     merge_similar: float | None = None,
     history_thoughts: bool = False,
-) -> tuple[list[dict[str, Any]], DecomposeStats]:
-    """Trajectories → SRL step samples (records of the cross-team contract) and stats.
+) -> tuple[sf.SampleFile, DecomposeStats]:
+    """Trajectories → SRL step samples (the samples file of the cross-team contract) and stats.
 
     ``oracle_files``: instance_id → {path: content}; when given, every prompt lists them and a trajectory whose
-    instance is missing from it is dropped (``missing_oracle_files``). ``splits``: instance_id → split (from a task
-    set's ``extra["split"]``); when given, a trajectory of an unknown instance is dropped (``unknown_instance``),
-    otherwise split is ``train``. ``tokenizer`` (anything with ``encode``) + ``max_tokens`` set the prompt budget;
-    without a tokenizer the budget uses an estimate of 4 characters a token. ``merge_similar`` (a ratio, off by
-    default) and ``history_thoughts`` (earlier expert thoughts as ``<think>…</think>`` in the history, off by
-    default: the paper's context holds earlier actions, the reasoning is the policy's own) are described above.
+    instance is missing from it is dropped (``missing_oracle_files``). ``oracle_patches``: instance_id → gold patch,
+    for windows (``oracle_window`` forces windows of that many context lines; with ``max_tokens`` and no
+    ``oracle_window``, windows are the fallback of samples that do not fit with whole files). ``splits``:
+    instance_id → split (from a task set's ``extra["split"]``); when given, a trajectory of an unknown instance is
+    dropped (``unknown_instance``), otherwise split is ``train``. ``tokenizer`` (anything with ``encode``) +
+    ``max_tokens`` set the prompt budget; without a tokenizer the budget uses an estimate of 4 characters a token.
+    ``merge_similar`` (a ratio, off by default) and ``history_thoughts`` (earlier expert thoughts as
+    ``<think>…</think>`` in the history, off by default: the paper's context holds earlier actions, the reasoning is
+    the policy's own) are described above.
     """
+    windows = [oracle_window] if oracle_window is not None else [None]
+    if oracle_window is None and max_tokens is not None and oracle_patches is not None:
+        windows += list(WINDOW_LADDER)
+    label = oracle_setting(oracle_files is not None, oracle_window)
+    header = sf.header_record(
+        observation_chars=observation_chars,
+        history_thoughts=history_thoughts,
+        oracle="whole+windows" if len(windows) > 1 and oracle_files is not None else label,
+        max_tokens=max_tokens,
+        tokenizer=_tokenizer_name(tokenizer),
+    )
+    out = sf.SampleFile(header)
     stats = DecomposeStats()
-    samples: list[dict[str, Any]] = []
+    oracles = Oracles(out, oracle_files, oracle_patches)
     for traj in trajs:
         stats.trajectories += 1
         stats.steps += len(traj.steps)
         reason = _trajectory_problem(traj, oracle_files, splits)
+        if reason is None and oracle_window is not None and traj.instance_id not in (oracle_patches or {}):
+            reason = "missing_oracle_patch"
         if reason:
             stats.dropped_trajectories[reason] += 1
             continue
@@ -172,17 +169,32 @@ def decompose(
             stats.dropped_trajectories["no_actions"] += 1
             continue
         stats.trajectories_used += 1
-        files = dict(oracle_files[traj.instance_id]) if oracle_files is not None else {}
-        split = splits[traj.instance_id] if splits is not None else "train"
-        counter = TokenCounter(tokenizer)  # per trajectory: its prompts share their long messages
-        shape = _Shape(files, split, observation_chars, max_tokens, counter, history_thoughts)
-        for sample in _samples(traj, steps, set(targets), shape):
+        record = out.add_trajectory(traj, observation_chars, history_thoughts)
+        shape = _Shape(
+            split=splits[traj.instance_id] if splits is not None else "train",
+            max_tokens=max_tokens,
+            counter=TokenCounter(tokenizer),  # per trajectory: its prompts share their long messages
+            settings=oracles.settings(traj.instance_id, windows) if oracle_files is not None else ["none"],
+        )
+        position, kept = len(out.records) - 1, 0
+        for sample in _samples(traj, steps, targets, record, shape, oracles):
             if sample is None:
-                stats.dropped_samples["over_budget"] += 1
-            else:
-                samples.append(sample)
-    stats.samples = len(samples)
-    return samples, stats
+                stats.drop(traj.instance_id, "over_budget")
+                continue
+            out.records.append(sample)
+            kept += 1
+            stats.samples_by_instance[traj.instance_id] += 1
+            stats.oracle[sample["oracle"]] += 1
+        if not kept:  # every sample over budget: the trajectory record serves none
+            del out.records[position]
+        stats.samples += kept
+    return out, stats
+
+
+def _tokenizer_name(tokenizer: Any) -> str | None:
+    if tokenizer is None:
+        return None
+    return str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
 
 
 def _trajectory_problem(
@@ -201,46 +213,50 @@ def _trajectory_problem(
 class _Shape:
     """How the samples of one trajectory are shaped (the options of :func:`decompose`)."""
 
-    files: Mapping[str, str]
     split: str
-    observation_chars: int
     max_tokens: int | None
     counter: TokenCounter
-    history_thoughts: bool
+    settings: list[str]
 
 
 def _samples(
-    traj: Trajectory, steps: list[Step], targets: set[int], shape: _Shape
+    traj: Trajectory,
+    steps: list[Step],
+    targets: list[int],
+    record: dict[str, Any],
+    shape: _Shape,
+    oracles: Oracles,
 ) -> Iterable[dict[str, Any] | None]:
-    counter = shape.counter
-    traj_hash = traj.content_hash()
-    files = shape.files
-    # Same messages as prompts.build_messages, built incrementally so samples share the formatted strings.
-    base = build_messages(
-        traj.problem, [], oracle_files=files or None, observation_chars=shape.observation_chars
-    )
-    for index, step in enumerate(steps):
-        messages = [dict(m) for m in base] if index in targets else []
-        thought = step.thought if shape.history_thoughts else ""
-        base.append({"role": "assistant", "content": format_action(step.action, thought)})
-        base.append(
-            {"role": "user", "content": format_observation(step.observation, shape.observation_chars)}
-        )
-        if index not in targets:
-            continue
-        if shape.max_tokens is not None:
-            messages = fit_messages(messages, shape.max_tokens, counter)
-            if counter.total(messages) > shape.max_tokens:
-                yield None
-                continue
-        yield {
-            "prompt": messages,
+    base = {
+        "kind": "sample",
+        "instance_id": traj.instance_id,
+        "trajectory_hash": record["trajectory_hash"],
+        "traj": record["ref"],
+        "split": shape.split,
+        "num_steps": len(steps),
+    }
+    history = sf.history_messages(record) if shape.max_tokens is not None else []
+    problems: dict[str, dict[str, str]] = {}
+    for index in targets:
+        step = steps[index]
+        sample = {
+            **base,
+            "step": index,
             "expert_action": step.action.strip(),
             "expert_thought": step.thought.strip(),
-            "instance_id": traj.instance_id,
-            "step": index,
-            "num_steps": len(steps),
-            "trajectory_hash": traj_hash,
-            "split": shape.split,
-            "oracle_files": list(files),
+            "oracle": shape.settings[0],
         }
+        if shape.max_tokens is None:
+            oracles.use(traj.instance_id, shape.settings[0])
+            yield sample
+            continue
+        fitted = fit_sample(
+            index, history, problems, traj, shape.settings, shape.max_tokens, shape.counter, oracles
+        )
+        if fitted is None:
+            yield None
+            continue
+        sample["oracle"], fit = fitted
+        if fit is not None:
+            sample["fit"] = fit
+        yield sample

@@ -6,7 +6,7 @@ Kept apart from :mod:`swe_srl.trajectories.decompose`, which stays pure and take
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
@@ -83,12 +83,23 @@ def window_text(text: str, ranges: Iterable[tuple[int, int]], context: int) -> s
     return "\n".join(out)
 
 
+def oracle_setting(files: bool, window: int | None = None) -> str:
+    """The oracle setting's name in samples files and evaluation reports: ``none``, ``whole`` (SWE-bench's oracle
+    setting: the files the gold patch edits, whole) or ``window:N`` (N lines of context around its hunks)."""
+    return "none" if not files else "whole" if window is None else f"window:{window}"
+
+
 def oracle_windows(instance: Instance, contents: dict[str, str], context: int) -> dict[str, str]:
     """``contents`` (whole oracle files) cut to ``context`` lines around the gold patch's hunks, numbered.
 
     Windows point at the fix location, so they reveal more than whole files: reports name the setting.
     """
-    ranges = hunk_lines(instance.patch)
+    return patch_windows(instance.patch, contents, context)
+
+
+def patch_windows(patch: str, contents: Mapping[str, str], context: int) -> dict[str, str]:
+    """:func:`oracle_windows` by the gold patch's text: files it does not change stay whole."""
+    ranges = hunk_lines(patch)
     return {
         path: window_text(text, ranges[path], context) if path in ranges else text
         for path, text in contents.items()

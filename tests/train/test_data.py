@@ -79,8 +79,8 @@ def test_oracle_prompt_contains_files_and_plain_does_not():
         ],
     )
     oracle = {"demo__x-1": {"src/x.py": "def load(x):\n    return x[0]\n"}}
-    with_files, _ = decompose([traj], oracle_files=oracle)
-    plain, _ = decompose([traj], oracle_files=None)
+    with_files = decompose([traj], oracle_files=oracle)[0].rows()
+    plain = decompose([traj], oracle_files=None)[0].rows()
     rendered = json.dumps(with_files[0]["prompt"])
     assert "src/x.py" in rendered and "return x[0]" in rendered
     assert "return x[0]" not in json.dumps(plain[0]["prompt"])

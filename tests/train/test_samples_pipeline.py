@@ -15,6 +15,7 @@ pytest.importorskip("trl")
 from swe_srl.core.prompts import SYSTEM_PROMPT, build_messages  # noqa: E402
 from swe_srl.errors import TrainingError  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
+from swe_srl.train.data import read_samples  # noqa: E402
 from swe_srl.train.fitting import fit_rows  # noqa: E402
 from swe_srl.train.run import build_effect, build_reward, resolve_samples
 from swe_srl.train.samples import build_samples  # noqa: E402
@@ -85,11 +86,18 @@ def test_oracle_samples_from_base_commit_with_splits_and_cache(task_set):
     instances = load_instances(str(tasks))
     assert oracle_contents(instances)["demo__calc-a"] == {"calc.py": "def add(a, b):\n    return a - b\n"}
     first = build_samples([str(trajs)], instances=instances, oracle_files=True)
-    rows = [json.loads(line) for line in first.path.read_text().splitlines()]
+    rows = read_samples(first.path)
     assert len(rows) == 6 and {r["split"] for r in rows} == {"train", "test"}
     assert all(
-        "return a - b" in r["prompt"][1]["content"] and "LATER EDIT" not in r["prompt"][1]["content"]
+        "2|     return a - b" in r["prompt"][1]["content"] and "LATER EDIT" not in r["prompt"][1]["content"]
         for r in rows
+    )  # training's default: numbered windows around the gold hunks
+    assert {r["oracle"] for r in rows} == {"window:10"}
+    whole = build_samples([str(trajs)], instances=instances, oracle_files=True, oracle_window=None)
+    assert whole.path != first.path and {r["oracle"] for r in read_samples(whole.path)} == {"whole"}
+    assert all(
+        '<file path="calc.py">\ndef add(a, b):\n    return a - b\n</file>' in r["prompt"][1]["content"]
+        for r in read_samples(whole.path)
     )
     mtime = first.path.stat().st_mtime_ns
     again = build_samples([str(trajs)], instances=instances, oracle_files=True)
@@ -103,21 +111,22 @@ def test_cli_style_config_resolves_trajectories_with_tasks(task_set):
     tasks, trajs = task_set
     config = load_config(None, [], trajectories=[str(trajs)], tasks=str(tasks), oracle_files=True)
     sample_set = resolve_samples(config)
-    rows = [json.loads(line) for line in sample_set.path.read_text().splitlines()]
+    rows = read_samples(sample_set.path)
     assert all('<file path="calc.py">' in r["prompt"][1]["content"] for r in rows)
     with pytest.raises(TrainingError, match="--tasks"):
         resolve_samples(load_config(None, [], tasks=str(tasks)))
 
 
-def test_task_set_without_splits_leaves_split_to_the_trainer(task_set, tmp_path: Path):
-    from swe_srl.benchmark.instances import load_instances
+def test_task_set_without_splits_uses_the_one_split_rule(task_set, tmp_path: Path):
+    from swe_srl.benchmark.instances import load_instances, split_of
 
     tasks, trajs = task_set
     unsplit = tmp_path / "unsplit.jsonl"
     unsplit.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "split"}) + "\n"
                                for line in tasks.read_text().splitlines()))  # fmt: skip
     sample_set = build_samples([str(trajs)], instances=load_instances(str(unsplit)))
-    assert {json.loads(line)["split"] for line in sample_set.path.read_text().splitlines()} == {None}
+    rows = read_samples(sample_set.path)
+    assert rows and all(r["split"] == split_of(r["instance_id"]) for r in rows)  # the instance-id hash rule
 
 
 def test_effect_wiring(task_set):

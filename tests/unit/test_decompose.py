@@ -16,6 +16,7 @@ from swe_srl.core.prompts import (
     build_messages,
     truncate_observation,
 )
+from swe_srl.train.data import read_samples
 from swe_srl.trajectories.decompose import decompose, executed_steps, target_steps
 from swe_srl.trajectories.schema import Step, Trajectory
 
@@ -30,7 +31,14 @@ KEYS = {
     "trajectory_hash",
     "split",
     "oracle_files",
+    "oracle",
 }
+
+
+def decomposed(trajs, **options):
+    """The samples with their prompts, as reading the written file gives them, and the stats."""
+    samples, stats = decompose(trajs, **options)
+    return samples.rows(), stats
 
 
 def traj(*actions: str, instance_id: str = "toy__calc-1", obs: str = "out") -> Trajectory:
@@ -62,7 +70,9 @@ def traj(*actions: str, instance_id: str = "toy__calc-1", obs: str = "out") -> T
         (["submit"], 0.9, [0], {}),  # submit is a target (the paper trains on every action step)
     ],
 )
-def test_target_steps(actions: list[str], merge: float | None, targets: list[int], dropped: dict[str, int]) -> None:
+def test_target_steps(
+    actions: list[str], merge: float | None, targets: list[int], dropped: dict[str, int]
+) -> None:
     chosen, counts = target_steps(traj(*actions).steps, merge)
     assert chosen == targets
     assert dict(counts) == dropped
@@ -71,10 +81,10 @@ def test_target_steps(actions: list[str], merge: float | None, targets: list[int
 def test_merge_similar_keeps_every_step_in_histories_and_counts() -> None:
     reads = ["sed -n '1,40p' /testbed/calc.py", "sed -n '41,80p' /testbed/calc.py", "submit"]
     t = traj(*reads)
-    samples, stats = decompose([t])
+    samples, stats = decomposed([t])
     assert [s["step"] for s in samples] == [0, 1, 2] and stats.merged == 0  # default: no step disappears
     assert ("not a target: merged similar", 0) in stats.rows()
-    merged, stats = decompose([t], merge_similar=0.8)
+    merged, stats = decomposed([t], merge_similar=0.8)
     assert [s["step"] for s in merged] == [1, 2] and stats.merged == 1
     assert ("not a target: merged similar", 1) in stats.rows()
     # the later read's history still shows the earlier read and what it printed
@@ -89,8 +99,8 @@ def test_merge_similar_keeps_every_step_in_histories_and_counts() -> None:
 
 def test_history_thoughts_option() -> None:
     t = traj("ls", "cat calc.py", "submit")
-    plain = decompose([t])[0][2]["prompt"]
-    with_thoughts = decompose([t], history_thoughts=True)[0][2]["prompt"]
+    plain = decomposed([t])[0][2]["prompt"]
+    with_thoughts = decomposed([t], history_thoughts=True)[0][2]["prompt"]
     assert plain[2]["content"] == "```bash\nls\n```"
     assert with_thoughts[2]["content"] == "<think>\nwhy 0\n</think>\n```bash\nls\n```"
     assert with_thoughts[4]["content"] == "<think>\nwhy 1\n</think>\n```bash\ncat calc.py\n```"
@@ -105,7 +115,7 @@ def test_history_thoughts_option() -> None:
 
 
 def test_sample_k_holds_steps_before_k() -> None:
-    samples, stats = decompose([traj("ls", "cat calc.py", "submit")])
+    samples, stats = decomposed([traj("ls", "cat calc.py", "submit")])
     assert [s["step"] for s in samples] == [0, 1, 2] and all(set(s) == KEYS for s in samples)
     last = samples[2]
     assert last["expert_action"] == "submit" and last["expert_thought"] == "why 2" and last["num_steps"] == 3
@@ -124,7 +134,7 @@ def test_splits_and_oracle_files() -> None:
     trajs = [traj("ls", "submit"), traj("ls", instance_id="other__x-2"), traj("ls", instance_id="gone__y-3")]
     splits = {"toy__calc-1": "test", "other__x-2": "train"}
     oracle = {"toy__calc-1": {"calc.py": "def add(a, b):\n    return a - b\n"}}
-    samples, stats = decompose(trajs, splits=splits, oracle_files=oracle)
+    samples, stats = decomposed(trajs, splits=splits, oracle_files=oracle)
     assert {s["instance_id"] for s in samples} == {"toy__calc-1"}
     assert samples[0]["split"] == "test" and samples[0]["oracle_files"] == ["calc.py"]
     assert (
@@ -151,8 +161,8 @@ def test_token_budget_elides_oldest_observations_first() -> None:
     count = TokenCounter(tokenizer)
     big = " ".join(["word"] * 100)
     t = traj("ls", "cat a", "cat b", "submit", obs=big)
-    full = count.total(decompose([t])[0][-1]["prompt"])
-    samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=full - 150)
+    full = count.total(decomposed([t])[0][-1]["prompt"])
+    samples, stats = decomposed([t], tokenizer=tokenizer, max_tokens=full - 150)
     prompt = samples[-1]["prompt"]
     observations = [m["content"] for m in prompt[3::2]]
     assert observations[0] == observations[1] == f"OBSERVATION:\n{OBSERVATION_ELIDED}"  # oldest two elided
@@ -160,14 +170,14 @@ def test_token_budget_elides_oldest_observations_first() -> None:
     assert count.total(prompt) <= full - 150
     assert "Fix add." in prompt[1]["content"]
     # tighter: older steps go, the system prompt, the problem and the latest step stay; nothing is dropped
-    base = count.total(decompose([t])[0][0]["prompt"])
-    samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=base + 100)
+    base = count.total(decomposed([t])[0][0]["prompt"])
+    samples, stats = decomposed([t], tokenizer=tokenizer, max_tokens=base + 100)
     assert [s["step"] for s in samples] == [0, 1, 2, 3] and not stats.dropped_samples
     last = samples[-1]["prompt"]
     assert last[0]["content"] == SYSTEM_PROMPT and "earlier steps omitted" in last[1]["content"]
     assert last[-2]["content"] == "```bash\ncat b\n```" and count.total(last) <= base + 100
     # a budget below the system prompt alone cannot be met: every sample is dropped and counted
-    samples, stats = decompose([t], tokenizer=tokenizer, max_tokens=count(SYSTEM_PROMPT) - 1)
+    samples, stats = decomposed([t], tokenizer=tokenizer, max_tokens=count(SYSTEM_PROMPT) - 1)
     assert stats.dropped_samples["over_budget"] == 4 and samples == []
 
 
@@ -191,17 +201,19 @@ def test_deterministic_and_cli(tmp_path: Path) -> None:
     assert "trajectories used" in result.output and "wrote 11 samples" in result.output
     assert re.search(r"not a target: merged similar\s*│\s*0\s*│", result.output)  # always printed
     first = out.read_text()
-    records = [json.loads(line) for line in first.splitlines()]
+    records = read_samples(out)
     assert len(records) == 11 and records[-1]["expert_action"] == "submit"
+    lines = [json.loads(line) for line in first.splitlines()]
+    assert lines[0]["kind"] == "header" and sum(r["kind"] == "sample" for r in lines) == 11
     CliRunner().invoke(app, ["decompose", *sources, "-o", str(out), "--max-tokens", "4000"])
     assert out.read_text() == first
     merged = tmp_path / "merged.jsonl"
     args = ["decompose", *sources, "-o", str(merged), "--merge-similar", "0.5", "--history-thoughts"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    count = len(merged.read_text().splitlines())
+    count = len(read_samples(merged))
     assert re.search(rf"not a target: merged similar\s*│\s*{11 - count}\s*│", result.output) and count < 11
-    assert "<think>" in json.loads(merged.read_text().splitlines()[-1])["prompt"][2]["content"]
+    assert "<think>" in read_samples(merged)[-1]["prompt"][2]["content"]
     native = tmp_path / "native.jsonl"
     result = CliRunner().invoke(
         app, ["trajectories", "import", str(FIXTURES / "bad.jsonl"), "-o", str(native), "--skip-bad"]

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from swe_srl.cli.app import app
 from swe_srl.errors import TrajectoryFormatError
+from swe_srl.train.data import read_samples
 from swe_srl.trajectories.importers import import_with_stats
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trajectories"
@@ -79,4 +80,4 @@ def test_cli_writes_nothing_on_error_and_names_skips(run_dir: Path, tmp_path: Pa
     result = CliRunner().invoke(app, ["decompose", str(run_dir), "-o", str(samples), "--skip-bad"])
     assert result.exit_code == 0, result.output
     assert "a__b-1.traj.json: empty file (0 bytes)" in result.output
-    assert len(samples.read_text().splitlines()) == 4 + 3 + 3  # toy__calc-10, -5, -6: every step a target
+    assert len(read_samples(samples)) == 4 + 3 + 3  # toy__calc-10, -5, -6: every step a target

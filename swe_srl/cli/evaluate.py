@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "-o", "--out", help="output folder (resumable: finished instances are skipped)"),
         instances: str = typer.Option("", "--instances", help="only these instance ids (comma-separated)"),
         oracle_files: bool = typer.Option(False, "--oracle-files", help="prompt includes the files the gold patch edits"),
+        oracle_window: int = typer.Option(None, "--oracle-window", min=0, help="oracle files as windows of N lines around the gold hunks (implies --oracle-files; default: whole files)"),
         workers: int = typer.Option(1, help="episodes in parallel (local pool or Ray tasks in flight)"),
         ray: str = typer.Option(None, help="run episodes on Ray: auto | ray://host:10001 | host:6379"),
         repos_dir: Path = typer.Option(None, help="folder of local clones (offline)"),
@@ -37,15 +38,16 @@ def register(app: typer.Typer) -> None:
         console = Console()
         settings = EvalSettings(policy, base_url=base_url, model=model, max_steps=max_steps,
                                 episode_timeout_s=episode_timeout, max_new_tokens=max_new_tokens,
-                                temperature=temperature, oracle_files=oracle_files,
+                                temperature=temperature, oracle_files=oracle_files or oracle_window is not None,
+                                oracle_window=oracle_window,
                                 repos_dir=str(repos_dir) if repos_dir else None, grade_timeout_s=timeout,
                                 direct=direct_patch)  # fmt: skip
         ids = [i.strip() for i in instances.split(",") if i.strip()]
         todo = select_instances(load_instances(dataset), ids)
-        console.print(f"{policy} on {len(todo)} instance(s) of {dataset} → {out}")
+        console.print(f"{policy} on {len(todo)} instance(s) of {dataset} → {out} (oracle: {settings.oracle})")
         report = evaluate(settings, todo, out, workers=workers, ray=ray, dataset=dataset,
                           progress=lambda r: console.print(_line(r), highlight=False))  # fmt: skip
-        for table in summary_tables(report, f"{policy} on {dataset}"):
+        for table in summary_tables(report, f"{policy} on {dataset} (oracle: {settings.oracle})"):
             console.print(table)
         for error in report["errors"]:
             console.print(f"[red]infra error[/] {error['instance_id']}: {error['error']}", highlight=False)

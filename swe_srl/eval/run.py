@@ -39,6 +39,7 @@ from swe_srl.grading.runner import grade
 from swe_srl.infra.executor import LocalExecutor, Task, TaskFailed, make_executor
 from swe_srl.infra.sandbox.base import Limits
 from swe_srl.paths import atomic_write_text
+from swe_srl.trajectories.oracle import oracle_setting
 from swe_srl.trajectories.schema import Trajectory, write_jsonl
 
 ERROR = "error"
@@ -59,6 +60,8 @@ class EvalSettings:
     max_new_tokens: int = 1024
     temperature: float = 0.0
     oracle_files: bool = False
+    oracle_window: int | None = None
+    """With ``oracle_files``: None keeps whole files (SWE-bench's oracle setting); N: windows of N context lines."""
     repos_dir: str | None = None
     grade_timeout_s: float = 1800.0
     direct: bool = False
@@ -69,6 +72,11 @@ class EvalSettings:
             raise ConfigError(f"direct patch grading is for --policy gold|empty, not {self.policy!r}")
         if self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps}: need at least one step")
+
+    @property
+    def oracle(self) -> str:
+        """The oracle setting reports name: ``none | whole | window:N``."""
+        return oracle_setting(self.oracle_files, self.oracle_window)
 
     @property
     def in_process_model(self) -> bool:
@@ -102,6 +110,7 @@ def _episode(instance: Instance, settings: EvalSettings) -> dict[str, Any]:
         return {"exit_reason": "policy_error", "error": str(exc), "patch": "", "trajectory": None}
     config = AgentConfig(max_steps=settings.max_steps, episode_timeout_s=settings.episode_timeout_s)
     env = SWEEnv(instances=[instance], repos_dir=settings.repos_dir, oracle_files=settings.oracle_files,
+                 oracle_window=settings.oracle_window,
                  limits=Limits(episode_timeout_s=settings.episode_timeout_s))  # fmt: skip
     try:
         result = run_episode(env, policy, instance, config)
@@ -220,7 +229,7 @@ def evaluate(
     done = run.finished()
     todo = [i for i in instances if i.instance_id not in done]
     name = policy_name(settings)
-    meta = {"dataset": dataset, "settings": asdict(settings), "resumed": len(done)}
+    meta = {"dataset": dataset, "oracle": settings.oracle, "settings": asdict(settings), "resumed": len(done)}
     records: dict[str, dict] = {
         i.instance_id: done[i.instance_id] for i in instances if i.instance_id in done
     }

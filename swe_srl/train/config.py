@@ -231,6 +231,8 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     check_trl_options(config.trl, config.advantage)
     if config.stage == "rlvr" and not config.init:
         raise ConfigError("stage 'rlvr' needs init: pass --init CKPT (an SRL checkpoint directory)")
+    if config.preset == "cpu-small" and not (config.model or config.init):
+        raise ConfigError("preset cpu-small trains a small local model: pass --model PATH (cpu-tiny needs none)")
     if config.stage == "rlvr" and config.loss.sft_weight:
         raise ConfigError(
             "loss.sft_weight is for the SRL stage: RLVR episodes have no expert action to imitate"

@@ -7,7 +7,8 @@ from typing import Any
 
 from swe_srl.core.actions import THINK_OPEN
 from swe_srl.errors import ConfigError, TrainingError
-from swe_srl.train.config import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS, TrainConfig
+from swe_srl.train.config import TrainConfig
+from swe_srl.train.presets import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS
 from swe_srl.train.tiny import make_tiny_policy, sample_texts
 
 

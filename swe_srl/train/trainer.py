@@ -229,7 +229,7 @@ class SRLGRPOTrainer(TRLHooks):
     def train_batch(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         G, n_local, procs = self.num_generations, len(inputs), self.accelerator.num_processes
         rounds = 1 if procs > 1 and n_local % G else self.dynamic_sampling.max_rounds
-        outputs, keeps, rows, sampled, kept = [], [], [], 0, 0
+        outputs, keeps, rows, groups, sampled, kept = [], [], [], [], 0, 0
         batch = inputs
         rounds = rounds if self.dynamic_sampling.enabled else 1
         for round_index in range(rounds):
@@ -237,6 +237,8 @@ class SRLGRPOTrainer(TRLHooks):
             outputs.append(out)
             keeps.append(keep)
             rows.extend(batch)
+            first = self.accelerator.process_index * len(batch)  # this process's rows in the gathered round
+            groups += [round_index * 10**9 + (first + j) // G for j in range(len(batch))]
             sampled += keep_groups.numel()
             kept += int(keep_groups.sum())
             missing = n_local * procs - kept * G
@@ -250,7 +252,10 @@ class SRLGRPOTrainer(TRLHooks):
         loss_mask = merged["completion_mask"] * merged.get("tool_mask", 1)
         merged["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         if self.sft_weight > 0:
-            merged.update(self._sft_batch([rows[i] for i in order.tolist()], order, n_local))
+            picked = order.tolist()
+            merged.update(
+                self._sft_batch([rows[i] for i in picked], torch.tensor([groups[i] for i in picked]))
+            )
         self.record_metric("dynamic_sampling/kept_ratio", kept / max(sampled, 1))
         self.record_metric("dynamic_sampling/rounds", len(outputs))
         self.record_metric("dynamic_sampling/filled_ratio", float(all_keep[order].float().mean()))
@@ -258,8 +263,8 @@ class SRLGRPOTrainer(TRLHooks):
         return merged
 
     # -- the auxiliary SFT term ---------------------------------------------------------------------------------
-    def _sft_batch(self, rows: list[dict[str, Any]], order: torch.Tensor, n_local: int) -> dict[str, Any]:
-        """Expert-turn targets for the batch rows (``sft_*``), the SFT loss on one row per prompt."""
+    def _sft_batch(self, rows: list[dict[str, Any]], group_ids: torch.Tensor) -> dict[str, Any]:
+        """Expert-turn targets for the batch rows (``sft_*``); the SFT loss goes to one row per group (prompt)."""
         tokenizer, pad = self.processing_class, self.processing_class.pad_token_id
         for row in rows:
             if not str(row.get("expert_action") or "").strip():
@@ -275,15 +280,12 @@ class SRLGRPOTrainer(TRLHooks):
             for row in rows
         ]
         batch = target_batch(targets, pad)
-        start = self.accelerator.process_index * n_local
-        round_of = order // n_local  # rows of round r sit at r * n_local + local index in the concatenation
-        group_ids = round_of * 10**9 + (start + order % n_local) // self.num_generations
         device = self.accelerator.device
         return {
             "sft_target_ids": batch["target_ids"].to(device),
             "sft_target_mask": batch["target_mask"].to(device),
             "sft_loss_mask": batch["loss_mask"].to(device),
-            "sft_row": first_of_group(group_ids.cpu()).to(device),
+            "sft_row": first_of_group(group_ids).to(device),
         }
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):

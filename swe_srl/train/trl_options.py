@@ -110,6 +110,31 @@ def check_value(key: str, value: Any) -> None:
         ) from None
 
 
+REPORTERS: dict[str, tuple[str, ...]] = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "wandb": ("wandb",),
+    "mlflow": ("mlflow",),
+    "trackio": ("trackio",),
+    "comet_ml": ("comet_ml",),
+    "clearml": ("clearml",),
+    "neptune": ("neptune",),
+    "dvclive": ("dvclive",),
+    "swanlab": ("swanlab",),
+}
+"""``report_to`` integration → the packages any one of which it needs."""
+
+
+def check_report_to(value: Any) -> None:
+    """Each named logger's package is installed (else the run would fail after the model is built)."""
+    names = [value] if isinstance(value, str) else list(value or [])
+    for name in names:
+        packages = REPORTERS.get(str(name))
+        if packages and not any(importlib.util.find_spec(p) for p in packages):
+            raise ConfigError(
+                f"trl.report_to={name} needs the {packages[0]} package: pip install {packages[0]}"
+            )
+
+
 def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
@@ -118,6 +143,7 @@ def check_trl_options(options: dict[str, Any], advantage: str) -> None:
     """All of a run's ``trl:`` options; combinations swe-srl cannot honour are refused by name."""
     for key, value in options.items():
         check_value(key, value)
+    check_report_to(options.get("report_to"))
     if options.get("use_vllm") and not vllm_available():
         raise ConfigError(
             "trl.use_vllm=true needs vLLM, which is not installed: pip install vllm (CUDA GPUs only), or drop "

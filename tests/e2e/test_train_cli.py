@@ -1,7 +1,7 @@
 """The README's main command through the real CLI (subprocess): `swe-srl train --oracle-files --max-steps 3`.
 
 Builds (or reuses from the cache) the bundled suite's scripted-expert trajectories in Docker, decomposes them with
-the oracle files, trains the tiny policy and writes metrics, the curves PNG, summary.json and a model that reloads.
+the oracle files, trains the tiny policy and writes metrics, the curves PNG, summary.json, the model card and a model that reloads.
 """
 
 from __future__ import annotations
@@ -59,6 +59,19 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
     assert summary["steps"] == 3 and summary["train_samples"] > 0 and summary["test_samples"] > 0
     assert summary["format_warmup"]["loss_last"] < summary["format_warmup"]["loss_first"]
     assert summary["reward_first_fifth"] >= -1.0 and summary["reward_last_fifth"] <= 1.0
+    card = (
+        out / "final" / "README.md"
+    ).read_text()  # the model card: base model, data, method, metrics, command
+    for needle in (
+        "embedded tiny Qwen2-shaped model",
+        "bundled suite: scripted-expert trajectories of bundled:train and bundled:test",
+        f"{summary['train_samples']} train",
+        "dynamic sampling: on, ε = 0.1",
+        "KL β = 0.05",
+        f"**{summary['eval'][-1]['mean_reward']:+.3f}** at step 3",
+        "swe-srl train --oracle-files --max-steps 3",
+    ):
+        assert needle in card, needle
     samples = [json.loads(line) for line in Path(summary["samples_file"]).read_text().splitlines()]
     assert all(s["oracle_files"] for s in samples)
     assert all(f'<file path="{s["oracle_files"][0]}">' in s["prompt"][1]["content"] for s in samples)

@@ -94,6 +94,17 @@ def test_use_vllm_without_vllm_fails_at_config_time():
         load_config(None, ["trl.use_vllm=true", "trl.vllm_mode=server"])
 
 
+def test_report_to_a_logger_that_is_not_installed_fails_at_config_time():
+    import importlib.util
+
+    if importlib.util.find_spec("swanlab"):
+        pytest.skip("swanlab is installed here")
+    with pytest.raises(
+        ConfigError, match="trl.report_to=swanlab needs the swanlab package: pip install swanlab"
+    ):
+        load_config(None, ["trl.report_to=[tensorboard, swanlab]"])
+
+
 def test_sft_weight_is_for_the_srl_stage():
     with pytest.raises(ConfigError, match="loss.sft_weight"):
         load_config(None, ["loss.sft_weight=0.1"], stage="rlvr", init="ckpt")
@@ -139,6 +150,8 @@ def test_presets_are_the_bottom_layer(tmp_path: Path):
     assert {k: paper.trl[k] for k in REAL_TRL_DEFAULTS} == REAL_TRL_DEFAULTS and paper.trl["bf16"] is True
     assert paper.trl["use_vllm"] is vllm_available()
     assert load_config(None, [], preset="paper-gpu", model="local/path").model == "local/path"
+    with pytest.raises(ConfigError, match="cpu-small trains a small local model: pass --model PATH"):
+        load_config(None, [], preset="cpu-small")
     with pytest.raises(ConfigError, match="unknown preset 'gpu'.*cpu-small"):
         load_config(None, [], preset="gpu")
 

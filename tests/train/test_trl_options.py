@@ -90,7 +90,8 @@ def test_advantage_options_act_on_the_batch(samples_file: Path, tmp_path: Path, 
 
 
 def test_refill_generates_only_the_missing_groups(samples_file: Path, tmp_path: Path):
-    trainer = _trainer(samples_file, tmp_path / "r", ["dynamic_sampling.max_rounds=3"], SpreadReward())
+    sets = ["dynamic_sampling.max_rounds=3", "loss.sft_weight=0.1"]
+    trainer = _trainer(samples_file, tmp_path / "r", sets, SpreadReward())
     batch = trainer.train_batch(_inputs(trainer, "vary", "const"))
     metrics = trainer._metrics["train"]
     # round 1 keeps 'vary' and drops 'const': one group is missing, one group is generated (not a whole batch)
@@ -98,6 +99,8 @@ def test_refill_generates_only_the_missing_groups(samples_file: Path, tmp_path: 
         3.0
     ]
     assert batch["completion_mask"].shape[0] == 8 and bool(batch["completion_mask"].any(dim=1).all())
+    assert batch["sft_row"].tolist() == [True, False, False, False] * 2  # the SFT term: one row per prompt
+    assert batch["sft_loss_mask"].sum(dim=1).min() > 0
 
 
 def test_epsilon_high_reaches_the_clipped_loss(samples_file: Path, tmp_path: Path):

@@ -93,6 +93,8 @@ class EpisodeResult:
     """Policy calls (a call whose env step failed has no step record)."""
     duration_s: float
     error: str | None = None
+    patch_notes: list[str] = field(default_factory=list)
+    """What the patch leaves out (binary files, files over the size cap), one note each."""
 
     @property
     def format_errors(self) -> int:
@@ -136,6 +138,7 @@ class Episode:
     exit_reason: str | None = None
     error: str | None = None
     patch: str = ""
+    patch_notes: list[str] = field(default_factory=list)
     duration_s: float = 0.0
 
     @property
@@ -249,14 +252,20 @@ class Episode:
     def _final_patch(self) -> str:
         """The submission: the repo's diff against base without test files (grading's rule) and build junk.
 
-        The env's ``info["patch"]`` after the last command is that diff already; after an intercepted submit or a
-        truncation (a command cut short may have written files) the sandbox is diffed again.
+        Computed once, here (the env's steps never diff): ``info["patch"]`` of a submit the env handled, else the
+        env's :meth:`~swe_srl.env.swe_env.SWEEnv.patch` (binary files and files over the size cap left out; they
+        are listed in ``patch_notes``).
         """
         last = self.steps[-1] if self.steps else None
-        if last is not None and "patch" in last.info and self.exit_reason not in ("time_limit", "truncated"):
+        env = getattr(self.env, "unwrapped", self.env)
+        if last is not None and "patch" in last.info and self.exit_reason == "submitted":
             diff = last.info["patch"]
+            self.patch_notes = list(last.info.get("patch_left_out") or [])
+        elif hasattr(env, "patch"):
+            diff = env.patch()
+            self.patch_notes = list(getattr(env, "patch_notes", []))
         else:
-            diff = getattr(self.env, "unwrapped", self.env).sandbox.diff()  # type: ignore[attr-defined]
+            diff = env.sandbox.diff()  # type: ignore[attr-defined]
         instance = self.instance if not isinstance(self.instance, str) else None
         tests = patch_paths(instance.test_patch) if instance is not None else set()
         tests |= {p for p in patch_paths(diff) if instance is not None and is_test_file(p, instance)}
@@ -282,6 +291,7 @@ class Episode:
             "duration_s": round(self.duration_s, 3),
             "oracle_files": sorted(self.oracle_files),
             **({"error": self.error} if self.error else {}),
+            **({"patch_left_out": self.patch_notes} if self.patch_notes else {}),
         }
         trajectory = Trajectory(
             self.instance_id, problem, steps, patch=self.patch, source="agent", metadata=metadata
@@ -295,4 +305,5 @@ class Episode:
             self.calls,
             self.duration_s,
             self.error,
+            list(self.patch_notes),
         )

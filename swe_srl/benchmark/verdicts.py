@@ -32,6 +32,8 @@ class GradeResult:
     reverted_test_files: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent in ``start`` (image + container), ``apply`` and ``tests``."""
+    reason: str = ""
+    """Why the verdict: ``timeout`` (tests ran over the timeout), or which tests did not pass."""
 
     @property
     def resolved(self) -> bool:
@@ -39,7 +41,8 @@ class GradeResult:
 
     def to_dict(self) -> dict:
         return {"instance_id": self.instance_id, "status": self.status, "tests": self.tests,
-                "reverted_test_files": self.reverted_test_files, "timings": self.timings}  # fmt: skip
+                "reverted_test_files": self.reverted_test_files, "timings": self.timings,
+                "reason": self.reason}  # fmt: skip
 
 
 def is_test_file(path: str, instance: Instance) -> bool:

@@ -9,6 +9,7 @@ error in every mode. Registered as ``SweSrl-v0`` (``TimeLimit`` of 50 steps) whe
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -82,7 +83,9 @@ def format_observation(result: ExecResult, limits: Limits) -> str:
     if result.timed_out and "timed out" not in text[-200:]:
         text += "\n[the command timed out and was killed]"
     if result.session_restarted:
-        text += "\n[the shell session ended and was restarted: cwd and variables were reset]"
+        text += "\n[the shell was killed; a new one was started: variables were reset]"
+    if "File size limit exceeded" in text:
+        text += f"\n[a file reached the sandbox's file-size limit (disk budget {limits.disk})]"
     return sanitize(f"{text}\n[exit code: {result.exit_code}]".lstrip("\n"))
 
 
@@ -142,6 +145,8 @@ class SWEEnv(gymnasium.Env[str, str]):
         self._t = 0
         self._deadline = 0.0
         self._patch = ""
+        self.patch_notes: list[str] = []
+        """What the last :meth:`patch` left out (binary files, files over the size cap), one note each."""
         self._done = False
         self._pristine = False  # nothing ran in the sandbox yet: a reset on the same instance reuses it
         self._effect_eval: Any = None
@@ -179,7 +184,7 @@ class SWEEnv(gymnasium.Env[str, str]):
             if trajectory is not None and step > 0:
                 self._pristine = False
                 self._restore(trajectory, instance, step)
-            self._patch = self._current_patch() if step > 0 else ""
+            self._patch, self.patch_notes = "", []
         except BaseException:
             self.close()
             raise
@@ -206,7 +211,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         action = Completion(action)  # parsed once: the reward below reuses the parse
         info: dict[str, Any] = {"instance_id": self.instance.instance_id, "step": t, "action": None}
         info |= {"format_error": None, "reward_components": {}, "exit_code": None, "timed_out": False}
-        info |= {"duration_s": 0.0, "patch": self._patch}
+        info["duration_s"] = 0.0
         if time.monotonic() >= self._deadline:
             return self._truncate("the episode's wall-clock budget was already spent", info)
         try:
@@ -221,7 +226,6 @@ class SWEEnv(gymnasium.Env[str, str]):
                 return self._submit(action, info)
             self._pristine = False
             result = self._guarded(self.sandbox.run, parsed.action, self._command_timeout())
-            self._patch = info["patch"] = self._current_patch()
         except SandboxTimeout as exc:
             return self._truncate(str(exc), info)
         info |= {
@@ -234,12 +238,13 @@ class SWEEnv(gymnasium.Env[str, str]):
         if time.monotonic() >= self._deadline:
             info["truncation"] = "wall_clock"
             self._done = True
+            info["patch"], info["patch_left_out"] = self.patch(), list(self.patch_notes)
             return obs, reward, False, True, info
         return obs, reward, False, False, info
 
     def _submit(self, text: str, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         assert self.sandbox is not None and self.instance is not None
-        self._patch = info["patch"] = self._current_patch()
+        info["patch"], info["patch_left_out"] = self.patch(), list(self.patch_notes)
         self._done = True
         if self.reward_mode != "outcome":
             reward = self._step_reward(text, info["step"], info)
@@ -251,14 +256,18 @@ class SWEEnv(gymnasium.Env[str, str]):
                 f"grading {self.instance.instance_id} failed (infra, not the patch): {result.log[-2000:]}"
             )
         resolved = result.status == "resolved"
-        info |= {"grade_status": result.status, "tests": dict(result.tests)}
+        reason = getattr(result, "reason", "")
+        info |= {"grade_status": result.status, "grade_reason": reason, "tests": dict(result.tests)}
         info["reward_components"] = {"outcome": float(resolved)}
-        obs = f"Submitted. Grading: {result.status} ({sum(v == 'PASSED' for v in result.tests.values())} tests passed)"
+        passed = sum(v == "PASSED" for v in result.tests.values())
+        obs = f"Submitted. Grading: {result.status}{f' ({reason})' if reason else ''} ({passed} tests passed)"
         return sanitize(obs), float(resolved), True, False, info
 
     def _truncate(self, why: str, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self._done = True
         info["truncation"] = "wall_clock"
+        with contextlib.suppress(SandboxError):  # the sandbox's grace usually still allows the diff
+            info["patch"], info["patch_left_out"] = self.patch(), list(self.patch_notes)
         budget = self.limits.episode_timeout_s
         return (
             sanitize(f"[episode truncated: wall-clock budget of {budget:g}s spent ({why})]"),
@@ -268,11 +277,20 @@ class SWEEnv(gymnasium.Env[str, str]):
             info,
         )
 
-    def _current_patch(self) -> str:
-        """The sandbox diff without build junk (``__pycache__``, ``*.egg-info``, ``build/``), as grading takes it."""
-
-        assert self.sandbox is not None
-        return clean_patch(self._guarded(self.sandbox.diff))
+    def patch(self) -> str:
+        """The episode's patch now: the sandbox's text patch (binary files and files over
+        ``Limits.patch_file_bytes`` left out, listed in ``patch_notes``) without build junk (``__pycache__``,
+        ``*.egg-info``, ``build/``), as grading takes it. Computed on request (submit, truncation, the agent loop's
+        end), over the sandbox's control shell: ``step`` never diffs."""
+        if self.sandbox is None:
+            return self._patch
+        result = self._guarded(self.sandbox.patch)
+        self._patch, self.patch_notes = clean_patch(result.text), list(result.left_out)
+        if result.pristine:
+            self.patch_notes.append(
+                "(.git was deleted or broken: diffed against a pristine copy of the base commit)"
+            )
+        return self._patch
 
     def _command_timeout(self) -> float:
         return max(0.1, min(self.limits.command_timeout_s, self._deadline - time.monotonic()))

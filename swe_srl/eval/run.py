@@ -120,6 +120,7 @@ def _episode(instance: Instance, settings: EvalSettings) -> dict[str, Any]:
         "exit_reason": result.exit_reason,
         "error": result.error,
         "patch": result.patch,
+        "patch_left_out": result.patch_notes,
         "steps": result.calls,
         "format_errors": result.format_errors,
         "duration_s": round(result.duration_s, 3),

@@ -19,6 +19,7 @@ from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, parse_report, parse
 from swe_srl.benchmark.specs import eval_prelude, test_command
 from swe_srl.benchmark.verdicts import GradeResult, stray_statuses, strip_test_edits, verdict
 from swe_srl.errors import SweSrlError
+from swe_srl.grading.timeouts import timeout_verdict, unresolved_reason
 from swe_srl.infra.sandbox.base import Sandbox
 from swe_srl.infra.sandbox.factory import GRADING_GRACE_S, GRADING_TIMEOUT_S, open_sandbox
 
@@ -80,7 +81,7 @@ def grade(
     """Grade ``model_patch`` in a fresh container from the instance image (see module doc for statuses)."""
     result = GradeResult(instance.instance_id, "error")
     patch, result.reverted_test_files = strip_test_edits(instance, model_patch)
-    clock = time.perf_counter()
+    clock, timed_out = time.perf_counter(), False
     try:
         limits = {"command_timeout_s": timeout, "episode_timeout_s": timeout + GRADING_GRACE_S}
         with open_sandbox(instance, profile="grading", repos_dir=repos_dir, limits=limits) as sandbox:
@@ -95,8 +96,13 @@ def grade(
             result.tests, result.log, timed_out = run_tests_logged(sandbox, instance, timeout)
             result.timings["tests"] = time.perf_counter() - clock
             result.status = "error" if timed_out else verdict(instance, result.tests)
-            if timed_out:
-                result.log += f"\n[swe-srl: the test command timed out after {timeout:.0f}s]"
+            if result.status == "unresolved":
+                result.reason = unresolved_reason(instance, result.tests)
     except SweSrlError as exc:
         result.status, result.log = "error", f"{type(exc).__name__}: {exc}"
+        return result
+    if timed_out:  # the patch's fault unless the empty patch times out too (timeouts.py)
+        empty = lambda: grade(instance, "", repos_dir=repos_dir, timeout=timeout)  # noqa: E731
+        result.status, result.reason, note = timeout_verdict(instance, patch, timeout, empty)
+        result.log += note
     return result

@@ -85,7 +85,8 @@ def test_gold_patch_episode_resolves_with_outcome_reward_1(make_env, instance: I
     look, apply, test, submit = episode.steps
     assert look.info["exit_code"] == 0 and look.reward == 0.0
     assert apply.info["exit_code"] == 0, apply.observation
-    assert apply.info["patch"].strip(), "the applied gold patch shows in info['patch']"
+    assert "patch" not in apply.info, "steps never diff: the patch is computed at submit"
+    assert submit.info["patch"].strip(), "the applied gold patch shows in the submit's info['patch']"
     assert "[exit code: " in test.observation
     assert submit.info["grade_status"] == "resolved", submit.observation
     assert submit.reward == 1.0 and episode.total_reward == 1.0

@@ -1,5 +1,7 @@
 """What every sandbox offers: run a command in a persistent shell, read/write files, diff the repo, close.
 
+``diff()`` is binary-safe (expert state snapshots restore from it); ``patch()`` is the graded text patch.
+
 *Where* commands run (a Docker container, a local directory) is the backend's business; callers see only this.
 """
 
@@ -24,7 +26,20 @@ class ExecResult:
     duration_s: float = 0.0
     oom_killed: bool = False
     session_restarted: bool = False
-    """The persistent shell died (``exit``, ``kill -9 $$``, timeout kill) and a fresh one was started."""
+    """The persistent shell died (``exit``, ``kill -9 $$``, ``kill -9 -1``, timeout kill) and a fresh one was started."""
+    disk_exceeded: bool = False
+    """The sandbox's writable layer went over ``Limits.disk`` (the command was stopped if it was still running)."""
+
+
+@dataclass(frozen=True)
+class Patch:
+    """The worktree's diff against the base commit, and what was left out of it (SWE-bench text-diff rules)."""
+
+    text: str
+    left_out: tuple[str, ...] = ()
+    """One note per file (or the whole diff) left out: ``"path (binary)"``, ``"path (over 1048576 bytes)"``."""
+    pristine: bool = False
+    """Computed against a pristine copy of the base commit (the episode's ``.git`` was deleted or broken)."""
 
 
 def _parse_size(value: str | int, name: str) -> int:
@@ -64,14 +79,24 @@ class Limits:
     """Wall-clock budget of the whole episode; past it every call raises ``SandboxTimeout``."""
     output_limit_bytes: int = 64_000
     """Observations longer than this are cut in the middle with a truncation marker."""
+    disk: str = "2g"
+    """Disk budget of the container's writable layer: a file-size rlimit in the shell (``ulimit -f``) and polling of
+    the layer's size while a command runs; a command past it is stopped with an observation."""
+    patch_file_bytes: int = 1 << 20
+    """Files over this size are left out of the graded (text) patch, as binary files are (with a note)."""
+    patch_limit_bytes: int = 32 << 20
+    """A diff over this size is not read back: the text patch is left out entirely (with a note)."""
+    patch_timeout_s: float = 120.0
+    """Time budget of computing one diff."""
 
     def __post_init__(self) -> None:
         _parse_size(self.memory, "memory")
-        for name in ("cpus", "command_timeout_s", "episode_timeout_s"):
+        _parse_size(self.disk, "disk")
+        for name in ("cpus", "command_timeout_s", "episode_timeout_s", "patch_timeout_s"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"Limits.{name}={value!r}: must be a positive number")
-        for name in ("pids", "output_limit_bytes"):
+        for name in ("pids", "output_limit_bytes", "patch_file_bytes", "patch_limit_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"Limits.{name}={value!r}: must be a positive integer")
@@ -79,6 +104,10 @@ class Limits:
     @property
     def memory_bytes(self) -> int:
         return _parse_size(self.memory, "memory")
+
+    @property
+    def disk_bytes(self) -> int:
+        return _parse_size(self.disk, "disk")
 
 
 def truncate_output(data: bytes, limit: int) -> tuple[str, bool]:
@@ -106,6 +135,8 @@ class Sandbox(Protocol):
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
 
     def diff(self) -> str: ...
+
+    def patch(self) -> Patch: ...
 
     def close(self) -> None: ...
 

@@ -1,22 +1,24 @@
-"""The Docker backend: one container per episode (``sleep infinity`` under ``--init``), a persistent bash over a pipe.
+"""The Docker backend: one container per episode, a persistent bash over a pipe, a control shell beside it.
 
-Limits (memory+swap, CPUs, pids, network) come from ``spec.limits``. Each ``run()`` goes through the persistent
-session (see ``shell.py``); a second "control" shell made of builtins only kills the command's processes on timeout,
-even when a fork bomb holds every pid. On timeout every process except the infrastructure (init, ``sleep``, the two
-shells) is SIGKILLed — background jobs of earlier commands included; if the session itself is stuck (a busy builtin
-loop) it is killed too and a fresh one starts in the last cwd (``ExecResult.session_restarted``).
+PID 1 of the container is a bash loop (``while :; do sleep 86400 & wait; done``, no ``--init``): the kernel never
+delivers a signal from inside the container to PID 1, so ``kill -9 -1`` or ``pkill -9 bash`` cannot stop the
+container, and it reaps orphans. Limits (memory+swap, CPUs, pids, network) come from ``spec.limits``; the disk budget
+(``Limits.disk``) is a file-size rlimit in the session plus polling of the writable layer's size while a command
+runs. Each ``run()`` goes through the persistent session (see ``session.py``); the "control" shell, made of builtins
+for killing, stops the command's processes on timeout even when a fork bomb holds every pid (all non-infrastructure
+processes, background jobs included; when they keep forking, everything but PID 1 and the control shell). A session
+or control shell that dies (``exit``, ``kill -9 -1``, a timeout kill) is replaced (``ExecResult.session_restarted``);
+only a container that is really gone is ``ContainerDied``.
 
-``diff()`` on a repo that was deleted (``rm -rf /testbed``) returns ``""``: there is nothing left to diff.
+``diff()`` / ``patch()`` run in the control shell (``patching.py``): no ``docker exec``. ``exec_count`` counts every
+``docker exec`` this sandbox made (shell starts included). ``diff()`` on a deleted workdir (``rm -rf /testbed``)
+returns ``""``: there is nothing left to diff.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import io
-import posixpath
 import shlex
-import tarfile
 import time
 import uuid
 
@@ -26,8 +28,10 @@ import requests
 from swe_srl.errors import ConfigError, ContainerDied, ImageNotFound, SandboxError, SandboxTimeout
 from swe_srl.infra.engine import docker_client
 from swe_srl.infra.sandbox import janitor
-from swe_srl.infra.sandbox.base import ExecResult, SandboxSpec, truncate_output
-from swe_srl.infra.sandbox.session import PRELUDE, Shell, ShellEOF, ShellExpired
+from swe_srl.infra.sandbox.base import ExecResult, Patch, SandboxSpec
+from swe_srl.infra.sandbox.files import ContainerFiles
+from swe_srl.infra.sandbox.patching import RepoBroken, diff_in, pristine_patch
+from swe_srl.infra.sandbox.session import PRELUDE, Reply, Shell, ShellEOF, ShellExpired, ShellStopped
 from swe_srl.infra.sandbox.slots import start_slot
 
 DEFAULT_ENV = {
@@ -37,25 +41,37 @@ DEFAULT_ENV = {
     "TERM": "dumb",
     "PIP_PROGRESS_BAR": "off",
 }
+PID1 = "while :; do sleep 86400 & wait $!; done"
 STARTUP_S = 30.0
 KILL_GRACE_S = 2.0
+CONTROL_S = 20.0
 MIN_MEMORY = 8 << 20
+DISK_CHECK_S = 0.5
+"""A command that ran at least this long has the writable layer's size checked once more when it ends."""
 
 
-class DockerSandbox:
+class DockerSandbox(ContainerFiles):
     """A sandbox in a fresh container of ``spec.image``; ``start()`` (or ``with``) creates it, ``close()`` removes it."""
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
         self.container_id: str | None = None
+        self.exec_count = 0
+        """``docker exec`` calls made so far (each shell start is one; commands and diffs are none)."""
         self._container = None
         self._session: Shell | None = None
         self._control: Shell | None = None
-        self._infra_pids: list[str] = []
         self._cwd = spec.workdir
         self._oom_seen = 0
         self._deadline = float("inf")
         self._closed = False
+
+    @property
+    def container(self):
+        """The docker-py container (started sandboxes only)."""
+        if self._container is None:
+            raise SandboxError("the sandbox is not started; call start() or use it as a context manager")
+        return self._container
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> DockerSandbox:
@@ -78,10 +94,10 @@ class DockerSandbox:
             with start_slot():  # back-pressure: $SWE_SRL_MAX_STARTS container starts per node (executor.py)
                 self._container = client.containers.run(
                     self.spec.image,
-                    ["sleep", "infinity"],
-                    name=f"swe-srl-{uuid.uuid4().hex[:12]}",
+                    ["bash", "-c", PID1],
+                    entrypoint=[],
                     detach=True,
-                    init=True,
+                    name=f"swe-srl-{uuid.uuid4().hex[:12]}",
                     labels={**self.spec.labels, **janitor.container_labels(self.spec.run_id)},
                     mem_limit=limits.memory_bytes,
                     memswap_limit=limits.memory_bytes,
@@ -100,35 +116,60 @@ class DockerSandbox:
         self.container_id = self._container.id
         janitor.register(self)
         try:
-            self._start_shells()
+            self._restart_control()
+            self._open_session(time.monotonic() + STARTUP_S)
         except BaseException:
             self.close()
             raise
         self.restart_clock()
         return self
 
-    def _start_shells(self) -> None:
+    def _shell(self, workdir: str) -> Shell:
         assert self.container_id is not None
-        self._control = Shell(self.container_id, "/")
-        self._session = Shell(self.container_id, self.spec.workdir)
-        deadline = time.monotonic() + STARTUP_S
+        self.exec_count += 1
+        return Shell(self.container_id, workdir)
+
+    def _restart_control(self, *, kill_others: bool = False) -> Shell:
+        """A fresh control shell (the old one is dead or stuck); with ``kill_others`` everything but the session goes."""
+        if self._control is not None:
+            self._control.close()
+        if self._session is not None and not self._container_running():
+            raise ContainerDied(self._death_report("when its control shell ended"))
+        self._control = self._shell("/")
         self._control.send(PRELUDE)
-        find_sleep = (
-            'for __i in $(seq 100); do for __d in /proc/[0-9]*; do read -r __c < "$__d/comm"; '
-            '[ "$__c" = sleep ] && __s="${__d#/proc/}"; done; [ -n "$__s" ] && break; sleep 0.05; done; echo "$$ $__s"'
-        )
         try:
-            self._infra_pids = self._control.command(find_sleep, 4096, deadline).data.decode().split()
-            self._control.pid = int(self._infra_pids[0])
-            self._open_session(deadline)
-        except (ShellEOF, ShellExpired):
-            raise ContainerDied(self._death_report("while starting its shells")) from None
+            reply = self._control.command("echo $$", 4096, time.monotonic() + STARTUP_S)
+            self._control.pid = int(reply.data.decode().split()[-1])
+            if kill_others:
+                keep = str(self._session.pid) if self._session is not None and self._session.pid else ""
+                self._control.command(f"__swesrl_kill {keep}", 4096, time.monotonic() + CONTROL_S)
+        except (ShellEOF, ShellExpired, ValueError, IndexError):
+            raise ContainerDied(
+                self._death_report("while starting its control shell", self._control)
+            ) from None
+        return self._control
+
+    def _control_command(self, text: str, limit: int, timeout: float) -> tuple[Shell, Reply]:
+        """Run ``text`` in the control shell, replacing it once if the policy killed it; ``ShellExpired`` passes."""
+        for attempt in (0, 1):
+            control = self._control
+            if control is None or control.proc.poll() is not None:
+                control = self._restart_control()
+            try:
+                return control, control.command(text, limit, time.monotonic() + timeout)
+            except ShellEOF:
+                if attempt:
+                    raise ContainerDied(
+                        self._death_report("while using its control shell", control)
+                    ) from None
+                self._control = None
+        raise AssertionError("unreachable")
 
     def _open_session(self, deadline: float) -> None:
-        assert self._session is not None
-        self._session.send(PRELUDE)
-        reply = self._session.command(f"cd {shlex.quote(self._cwd)} 2>/dev/null; echo $$", 4096, deadline)
-        self._session.pid = int(reply.data.decode().split()[-1])
+        self._session = session = self._shell(self.spec.workdir)
+        session.send(PRELUDE + f"ulimit -f {max(1, self.spec.limits.disk_bytes // 1024)}\n")
+        reply = session.command(f"cd {shlex.quote(self._cwd)} 2>/dev/null; echo $$", 4096, deadline)
+        session.pid = int(reply.data.decode().split()[-1])
 
     def alive(self) -> bool:
         """True when started, not closed, and the session shell is still running (no engine round trip)."""
@@ -161,7 +202,7 @@ class DockerSandbox:
 
     # -- commands --------------------------------------------------------------------------------------------
     def run(self, command: str, timeout: float | None = None) -> ExecResult:
-        """Run ``command`` in the persistent session; failures and timeouts are results, not exceptions."""
+        """Run ``command`` in the persistent session; failures, timeouts and a killed shell are results."""
         session = self._require_session()
         limits = self.spec.limits
         started = time.monotonic()
@@ -172,15 +213,40 @@ class DockerSandbox:
         wanted = limits.command_timeout_s if timeout is None else timeout
         deadline = min(started + wanted, self._deadline)
         try:
-            reply = session.command(command, limits.output_limit_bytes, deadline)
+            reply = session.command(command, limits.output_limit_bytes, deadline, watch=self._disk_over)
         except ShellExpired:
-            return self._after_timeout(started, wanted)
+            return self._stop(started, f"command timed out after {wanted:g}s and was killed", timed_out=True)
+        except ShellStopped as stop:
+            return self._stop(started, f"the command was stopped: {stop.args[0]}", disk=True)
         except ShellEOF:
             return self._after_eof(started, session)
         oom = self._note_oom(reply.oom_kills)
         self._cwd = reply.cwd
         text = reply.data.decode("utf-8", errors="replace")
-        return ExecResult(text, reply.exit_code, False, reply.truncated, time.monotonic() - started, oom)
+        duration = time.monotonic() - started
+        over = self._disk_over() if duration >= DISK_CHECK_S else None
+        if over:
+            text += f"\n[swe-srl: {over}]"
+        return ExecResult(
+            text, reply.exit_code, False, reply.truncated, duration, oom, disk_exceeded=bool(over)
+        )
+
+    def disk_used(self) -> int | None:
+        """Bytes in the container's writable layer (an engine call that walks the layer; None if unknown)."""
+        try:
+            api = self.container.client.api
+            info = api._result(
+                api._get(api._url("/containers/{0}/json", self.container_id), params={"size": 1}), True
+            )
+        except (docker.errors.DockerException, requests.RequestException):
+            return None
+        return info.get("SizeRw")
+
+    def _disk_over(self) -> str | None:
+        used, disk = self.disk_used(), self.spec.limits.disk
+        if used is None or used <= self.spec.limits.disk_bytes:
+            return None
+        return f"the sandbox's disk budget of {disk} is exceeded ({used / 2**20:.0f} MiB written); delete files to go on"
 
     def _require_session(self) -> Shell:
         if self._closed:
@@ -194,62 +260,78 @@ class DockerSandbox:
         self._oom_seen = max(self._oom_seen, kills)
         return oom
 
-    def _after_timeout(self, started: float, wanted: float) -> ExecResult:
-        """Kill the command's processes; keep the session if it answers, else restart it."""
+    def _stop(self, started: float, note: str, *, timed_out: bool = False, disk: bool = False) -> ExecResult:
+        """Kill the running command's processes; keep the session if it answers, else restart it."""
         session = self._require_session()
-        self._kill_processes(keep_session=True)
-        restarted = False
-        try:
-            reply = session.resume(time.monotonic() + KILL_GRACE_S)
-            data, oom = reply.data, self._note_oom(reply.oom_kills)
-        except (ShellExpired, ShellEOF):
+        restarted = self._kill_processes(keep_session=True)
+        if not restarted:
+            try:
+                reply = session.resume(time.monotonic() + KILL_GRACE_S)
+                data, oom = reply.data, self._note_oom(reply.oom_kills)
+            except (ShellExpired, ShellEOF):
+                restarted = True
+        if restarted:
             data = session.last[1].result(len(session.last[1].buf))[0]
             self._kill_processes(keep_session=False)
             oom = self._restart_session()
-            restarted = True
         text, truncated = data.decode("utf-8", errors="replace"), session.last[1].head is not None
-        if time.monotonic() >= self._deadline:
+        if timed_out and time.monotonic() >= self._deadline:
             raise SandboxTimeout(f"episode wall clock of {self.spec.limits.episode_timeout_s:g}s is spent")
-        text += f"\n[swe-srl: command timed out after {wanted:g}s and was killed]"
+        text += f"\n[swe-srl: {note}]"
         duration = time.monotonic() - started
-        return ExecResult(text, 124, True, truncated, duration, oom, session_restarted=restarted)
+        code = 124 if timed_out else 137
+        return ExecResult(text, code, timed_out, truncated, duration, oom, restarted, disk)
 
     def _after_eof(self, started: float, session: Shell) -> ExecResult:
-        """The session shell ended (``exit``, ``kill -9 $$``, OOM): report it and start a fresh one."""
+        """The session shell ended (``exit``, ``kill -9 $$``, ``kill -9 -1``, OOM): report it and start a fresh one."""
         data = session.last[1].result(len(session.last[1].buf))[0]
         code = session.proc.wait()
         oom = self._restart_session()
         text = (
             data.decode("utf-8", errors="replace")
-            + "\n[swe-srl: the shell exited; a new session was started]"
+            + "\n[swe-srl: the shell was killed or exited; a new session was started in the same directory]"
         )
         return ExecResult(text, code, False, False, time.monotonic() - started, oom, session_restarted=True)
 
-    def _kill_processes(self, *, keep_session: bool) -> None:
-        keep = list(self._infra_pids)
-        if keep_session and self._session is not None and self._session.pid:
-            keep.append(str(self._session.pid))
+    def kill_background(self) -> None:
+        """Kill every process but the infrastructure and the (idle) session: what earlier commands left running."""
+        session = self._require_session()
+        self._control_command(f"__swesrl_kill {session.pid}", 4096, CONTROL_S)
+
+    def _kill_processes(self, *, keep_session: bool) -> bool:
+        """Kill every process but PID 1, the control shell (and the session); True when the session died too.
+
+        When processes keep appearing (a fork bomb), ``kill -9 -1`` takes all but PID 1 and the control shell."""
+        session = self._session if keep_session else None
+        keep = str(session.pid) if session is not None and session.pid else ""
+        abort = f"kill -USR1 {keep} 2>/dev/null; " if keep else ""
+        script = (
+            f"{abort}__swesrl_kill {keep} || {{ kill -9 -1 2>/dev/null; __swesrl_kill; echo __swesrl_all; }}"
+        )
         try:
-            assert self._control is not None
-            abort = f"kill -USR1 {self._session.pid} 2>/dev/null; " if keep_session and self._session else ""
-            self._control.command(f"{abort}__swesrl_kill {' '.join(keep)}", 4096, time.monotonic() + 10)
-        except (ShellEOF, ShellExpired, AssertionError):
-            raise ContainerDied(self._death_report("while killing a timed-out command")) from None
+            _, reply = self._control_command(script, 4096, CONTROL_S)
+        except ShellExpired:
+            raise ContainerDied(self._death_report("while killing processes", self._control)) from None
+        return keep != "" and b"__swesrl_all" in reply.data
 
     def _restart_session(self) -> bool:
         """Replace the session shell (cwd restored); True when the container's OOM counter moved."""
-        assert self.container_id is not None and self._control is not None
         if self._session is not None:
             self._session.close()
         if not self._container_running():
             raise ContainerDied(self._death_report("after its shell ended"))
-        self._session = Shell(self.container_id, self.spec.workdir)
-        try:
-            self._open_session(time.monotonic() + STARTUP_S)
-            oom = self._control.command("__swesrl_oom; echo $__swesrl_o", 4096, time.monotonic() + 10)
-        except (ShellEOF, ShellExpired):
-            raise ContainerDied(self._death_report("while restarting its shell")) from None
-        return self._note_oom(int(oom.data.decode().split()[-1] or 0))
+        for attempt in (0, 1):
+            try:
+                self._open_session(time.monotonic() + STARTUP_S)
+                break
+            except (ShellEOF, ShellExpired, ValueError, IndexError):
+                if attempt:
+                    raise ContainerDied(
+                        self._death_report("while restarting its shell", self._session)
+                    ) from None
+                self._kill_processes(keep_session=False)  # e.g. a fork bomb left behind holds every pid
+        _, reply = self._control_command("__swesrl_oom; echo $__swesrl_o", 4096, CONTROL_S)
+        return self._note_oom(int(reply.data.decode().split()[-1] or 0))
 
     def _container_running(self) -> bool:
         try:
@@ -258,99 +340,37 @@ class DockerSandbox:
             return False
         return self._container.status == "running"  # type: ignore[union-attr]
 
-    def _death_report(self, when: str) -> str:
+    def _death_report(self, when: str, shell: Shell | None = None) -> str:
         try:
             self._container.reload()  # type: ignore[union-attr]
             state = self._container.attrs["State"]  # type: ignore[union-attr]
+        except docker.errors.NotFound:
+            return f"container {self.container_id} of {self.spec.image!r} was removed {when}; start a new sandbox"
+        except (docker.errors.DockerException, requests.RequestException) as exc:
+            return f"the Docker engine did not answer about container {self.container_id} {when}: {exc}"
+        if state["Status"] != "running":
             what = f"is {state['Status']} (exit code {state['ExitCode']}, OOMKilled={state['OOMKilled']})"
-        except docker.errors.NotFound:
-            what = "was removed"
-        return f"container {self.container_id} of {self.spec.image!r} {what} {when}; start a new sandbox"
+            return f"container {self.container_id} of {self.spec.image!r} {what} {when}; start a new sandbox"
+        why = shell.stderr_tail() if shell is not None else ""
+        return (
+            f"container {self.container_id} of {self.spec.image!r} is running but a shell in it failed {when}"
+            + (f": {why}" if why else " (no error from docker exec)")
+        )
 
-    # -- files and the repo ----------------------------------------------------------------------------------
-    def _abs(self, path: str) -> str:
-        return posixpath.normpath(posixpath.join(self.spec.workdir, path))
-
-    def exec(self, script: str, *, workdir: str | None = None) -> tuple[int, bytes, bytes]:
-        """Run ``bash -c script`` in a separate ``docker exec`` (not the session; output not capped)."""
-        if self._container is None or self._closed:
-            raise SandboxError("the sandbox is not running; call start() first")
-        try:
-            code, (out, err) = self._container.exec_run(
-                ["bash", "-c", script], workdir=workdir or "/", demux=True
-            )
-        except docker.errors.APIError as exc:
-            if not self._container_running():
-                raise ContainerDied(self._death_report("during an exec")) from None
-            raise SandboxError(f"docker exec in {self.container_id} failed: {exc}") from None
-        return code, out or b"", err or b""
-
-    def read_file(self, path: str, _depth: int = 0) -> bytes:
-        """The bytes of ``path`` (relative to the workdir); ``FileNotFoundError`` when missing."""
-        full = self._abs(path)
-        try:
-            stream, _ = self._container.get_archive(full)  # type: ignore[union-attr]
-        except docker.errors.NotFound:
-            if not self._container_running():
-                raise ContainerDied(self._death_report("during read_file")) from None
-            raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", full) from None
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-            member = tar.next()
-            if member is None or member.isdir():
-                raise IsADirectoryError(errno.EISDIR, "is a directory", full)
-            if member.issym() and _depth < 8:
-                return self.read_file(posixpath.join(posixpath.dirname(full), member.linkname), _depth + 1)
-            handle = tar.extractfile(member)
-            return handle.read() if handle else b""
-
-    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
-        """Write ``data`` to ``path`` (parents created), binary-safe."""
-        full = self._abs(path)
-        payload = data.encode("utf-8") if isinstance(data, str) else data
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(posixpath.basename(full))
-            info.size, info.mode, info.mtime = len(payload), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(payload))
-        parent = posixpath.dirname(full)
-        try:
-            self._container.put_archive(parent, buf.getvalue())  # type: ignore[union-attr]
-        except docker.errors.NotFound:
-            code, _, err = self.exec(f"mkdir -p {shlex.quote(parent)}")
-            if code != 0:
-                raise SandboxError(
-                    f"cannot create {parent!r} in the sandbox: {err.decode(errors='replace')}"
-                ) from None
-            self._container.put_archive(parent, buf.getvalue())  # type: ignore[union-attr]
-
+    # -- the repo --------------------------------------------------------------------------------------------
     def diff(self) -> str:
         """``git diff --binary`` of the worktree (untracked files included) vs ``spec.base_commit`` (HEAD if None).
 
-        Uses a temporary index (``GIT_INDEX_FILE``) so the repo's own index is untouched. ``""`` when the repo is gone.
-        """
-        base = shlex.quote(self.spec.base_commit or "HEAD")
-        script = (
-            '[ -d .git ] || exit 3; t=$(mktemp); trap \'rm -f "$t"\' EXIT; cp -p .git/index "$t" 2>/dev/null; '
-            f'export GIT_INDEX_FILE="$t"; git add -A >&2 && git diff --cached --binary {base}'
-        )
-        code, out, err = self.exec(f"cd {shlex.quote(self.spec.workdir)} 2>/dev/null || exit 3; {script}")
-        if code == 3:
-            return ""
-        if code != 0:
-            raise SandboxError(
-                f"diff() in {self.spec.workdir} failed ({code}): {err.decode(errors='replace')[-800:]}"
-            )
-        return out.decode("utf-8", errors="replace")
+        Binary-safe and complete (expert state snapshots restore from it). ``""`` when the workdir is gone."""
+        return self._diff(binary=True).text
 
-    def apply_patch(self, patch: str) -> ExecResult:
-        """Apply ``patch`` in the workdir: ``git apply``, falling back to ``patch --fuzz``; exit 0 when applied."""
-        started = time.monotonic()
-        name = f"/tmp/swe-srl-{uuid.uuid4().hex[:8]}.patch"
-        self.write_file(name, patch if patch.endswith("\n") else patch + "\n")
-        script = (
-            f"git apply --verbose {name} 2>&1 || {{ patch --batch --fuzz=5 -p1 --dry-run -i {name} >/dev/null 2>&1 "
-            f"&& patch --batch --fuzz=5 -p1 -i {name} 2>&1; }}; rc=$?; rm -f {name}; exit $rc"
-        )
-        code, out, err = self.exec(script, workdir=self.spec.workdir)
-        text, truncated = truncate_output(out + err, self.spec.limits.output_limit_bytes)
-        return ExecResult(text, code, truncated=truncated, duration_s=time.monotonic() - started)
+    def patch(self) -> Patch:
+        """The graded text patch: binary files and files over ``Limits.patch_file_bytes`` left out (noted)."""
+        return self._diff(binary=False)
+
+    def _diff(self, *, binary: bool) -> Patch:
+        workdir = self.spec.workdir.rstrip("/") or "/"
+        try:
+            return diff_in(self, workdir, f"{workdir}/.git", binary=binary)
+        except RepoBroken:
+            return pristine_patch(self, binary=binary)

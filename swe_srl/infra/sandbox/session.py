@@ -14,12 +14,17 @@ import os
 import re
 import select
 import subprocess
+import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from swe_srl.infra.sandbox.base import TRUNCATION_MARKER
 
+Watch = Callable[[], "str | None"]
+WATCH_S = 1.0
+"""How often a running command's watch (the disk budget) is asked."""
 WINDOW = 8192
 """Bytes kept beyond the tail half so a sentinel line (with a long cwd) is always found whole."""
 
@@ -29,7 +34,7 @@ __swesrl_oom() { __swesrl_o=0; local k v f; for f in /sys/fs/cgroup/memory/memor
 for __swesrl_e in vi vim view nano emacs pico joe mcedit; do eval "$__swesrl_e() { echo \"swe-srl: '$__swesrl_e' is a full-screen editor and cannot run without a terminal; edit files with sed, a heredoc, python or str_replace_editor\" >&2; return 1; }"; done
 trap 'return 124' USR1
 __swesrl_run() { eval "$1"; }
-__swesrl_kill() { local keep=" 1 $$ $* " d p i n; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep" in *" $p "*) ;; *) kill -9 "$p" 2>/dev/null && n=$((n+1));; esac; done; [ $n = 0 ] && break; done; }
+__swesrl_kill() { local keep=" 1 $$ $* " d p i n c st pp; for ((i = 0; i < 30; i++)); do n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep" in *" $p "*) continue;; esac; read -r _ c st pp _ < "$d/stat" 2>/dev/null || continue; { [ "$st" = Z ] || { [ "$pp" = 1 ] && [ "$c" = "(sleep)" ]; }; } && continue; kill -9 "$p" 2>/dev/null && n=$((n+1)); done; [ $n = 0 ] && return 0; done; return 1; }
 """
 
 _ESCAPES = {ord("\\"): "\\\\", ord("'"): "\\'", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
@@ -47,6 +52,10 @@ class ShellExpired(Exception):
 
 class ShellEOF(Exception):
     """The shell process ended (``exit``, killed, container gone) (internal)."""
+
+
+class ShellStopped(Exception):
+    """A watch (the disk budget) asked to stop the running command (internal); ``args[0]`` says why."""
 
 
 @dataclass
@@ -104,12 +113,14 @@ class Capture:
 
 
 class Shell:
-    """One ``bash --noprofile --norc`` in a container, fed over stdin; stderr of the shell itself is discarded."""
+    """One ``bash --noprofile --norc`` in a container, fed over stdin; stderr of the shell itself (and of
+    ``docker exec``) goes to a temporary file, read only to explain a shell that failed (``stderr_tail``)."""
 
     def __init__(self, container_id: str, workdir: str) -> None:
         cmd = ["docker", "exec", "-i", "-w", workdir, container_id, "bash", "--noprofile", "--norc"]
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, bufsize=0
         )
         self.fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         self.pending = b""
@@ -140,8 +151,18 @@ class Shell:
             raise ShellEOF
         return chunk
 
-    def command(self, text: str, limit: int, deadline: float, capture: Capture | None = None) -> Reply:
-        """Run ``text`` framed by a fresh sentinel and read its reply (``capture`` lets a caller resume after a kill)."""
+    def command(
+        self,
+        text: str,
+        limit: int,
+        deadline: float,
+        capture: Capture | None = None,
+        watch: Watch | None = None,
+    ) -> Reply:
+        """Run ``text`` framed by a fresh sentinel and read its reply (``capture`` lets a caller resume after a kill).
+
+        ``watch`` is called every ``WATCH_S`` seconds while the command runs; a reason it returns stops the wait
+        with ``ShellStopped`` (the caller kills the command)."""
         self.count += 1
         marker = f"__SWESRL_{self.token}_{self.count}__"
         line = (
@@ -150,13 +171,23 @@ class Shell:
             f'printf \'\\n%s %s %s %s\\n\' {marker} "$__swesrl_rc" "$__swesrl_o" "$PWD"\n'
         )
         self.send(line)
-        return self.wait(marker, capture or Capture(limit), deadline)
+        return self.wait(marker, capture or Capture(limit), deadline, watch)
 
-    def wait(self, marker: str, capture: Capture, deadline: float) -> Reply:
+    def wait(self, marker: str, capture: Capture, deadline: float, watch: Watch | None = None) -> Reply:
         pattern = re.compile(re.escape(f"\n{marker} ".encode()) + rb"(-?\d+) (\d+) ([^\n]*)\n")
         self.last = (marker, capture)
+        next_watch = time.monotonic() + WATCH_S if watch is not None else float("inf")
         while True:
-            capture.add(self.read(deadline))
+            try:
+                chunk = self.read(min(deadline, next_watch))
+            except ShellExpired:
+                if watch is None or time.monotonic() >= deadline:
+                    raise
+                next_watch = time.monotonic() + WATCH_S
+                if reason := watch():
+                    raise ShellStopped(reason) from None
+                continue
+            capture.add(chunk)
             match = capture.find(pattern)
             if match:
                 self.pending = bytes(capture.buf[match.end() :])
@@ -169,6 +200,14 @@ class Shell:
         marker, capture = self.last
         return self.wait(marker, capture, deadline)
 
+    def stderr_tail(self, limit: int = 600) -> str:
+        """The last ``limit`` bytes the shell (or ``docker exec``) wrote to stderr."""
+        try:
+            self.err.seek(max(0, self.err.seek(0, os.SEEK_END) - limit))
+            return self.err.read().decode("utf-8", errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
@@ -176,3 +215,4 @@ class Shell:
             if stream is not None:
                 stream.close()
         self.proc.wait()
+        self.err.close()

@@ -64,8 +64,16 @@ class DecomposeStats:
             ("dropped sample", self.dropped_samples),
             ("samples with oracle", self.oracle),
         ):
-            rows += [(f"{prefix}: {reason}", n) for reason, n in sorted(counter.items())]
+            rows += [(f"{prefix}: {reason}", n) for reason, n in sorted(counter.items(), key=_order)]
         if self.dropped_by_instance:
             rows.append(("instances losing samples", len(self.dropped_by_instance)))
             rows.append(("instances losing all", sum(1 for r in self.instance_rows() if r[1] == 0)))
         return rows
+
+
+def _order(item: tuple[str, int]) -> tuple[str, int]:
+    """Reasons alphabetically; oracle settings ``window:N`` by decreasing N (after ``none`` and ``whole``)."""
+    reason = item[0]
+    if reason.startswith("window:") and reason[7:].isdigit():
+        return "window:", -int(reason[7:])
+    return reason, 0

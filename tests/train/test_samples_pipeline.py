@@ -176,7 +176,7 @@ def test_fit_rows_keeps_system_problem_and_latest_step_within_the_context():
     messages = build_messages("problem " * 100, history)
     row = {"prompt": messages, "expert_action": "ls"}
     assert fit_rows([row], 100_000, tok)[0]["prompt"] == messages  # fits: unchanged
-    budget = 900
+    budget = 1600  # the system prompt (~760 tokens here) + the problem (~640) + the latest step, cut
     fitted = fit_rows([row], budget, tok)[0]["prompt"]
     ids = tok.apply_chat_template(fitted, add_generation_prompt=True, tokenize=True)
     ids = ids["input_ids"] if hasattr(ids, "keys") else ids

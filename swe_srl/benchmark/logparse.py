@@ -2,14 +2,13 @@
 
 The swebench package's per-repo parsers (django, sympy, matplotlib, seaborn...) are used when it is installed;
 the pytest ``-rA`` parser below is ours and is the default for every other repo (bundled suites included).
-A structured report written by our pytest plugin (see :data:`PYTEST_REPORT_PLUGIN`) beats any stdout parsing:
-code under test can print fake ``PASSED`` lines but cannot forge that report.
+For pytest runs, the records streamed by our plugin (:data:`PYTEST_REPORT_PLUGIN`, parsed by :func:`parse_report`)
+replace stdout parsing: see ``grading/runner.py`` for what they guarantee and docs/grading.md for what they do not.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable
 
@@ -40,18 +39,37 @@ def parse_pytest(log: str) -> dict[str, str]:
     return results
 
 
+_RECORD_RANK = {PASSED: 0, XFAIL: 1, SKIPPED: 2, FAILED: 3, ERROR: 4}
+_ANNOUNCE = re.compile(r"@swe-srl ([0-9a-f]{24}) start")
+
+
 def parse_report(text: str) -> dict[str, str]:
-    """Parse the JSON-lines report of :data:`PYTEST_REPORT_PLUGIN` (``{"nodeid", "status"}`` per test)."""
+    """Statuses from the output of :data:`PYTEST_REPORT_PLUGIN` (``{}`` unless the run reached session end).
+
+    Only the first announcement counts (the plugin writes it at load, before any code under test runs); then only
+    lines with its nonce, up to its ``end`` line. A test counts as the worst status any of its records reports, so
+    a forged early ``PASSED`` does not outweigh the real ``FAILED``. Other lines (and malformed records) are ignored.
+    """
     results: dict[str, str] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    prefix = None
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        if prefix is None:
+            match = _ANNOUNCE.fullmatch(line)
+            prefix = f"@swe-srl {match.group(1)} " if match else None
             continue
+        if not line.startswith(prefix):
+            continue
+        status, _, word = line[len(prefix) :].partition(" ")
+        if status == "end" and not word:
+            return results
         try:
-            record = json.loads(line)
-            results[record["nodeid"]] = record["status"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise TaskError(f"pytest report line {lineno} is malformed: {line[:120]!r}") from None
-    return results
+            nodeid = word.encode("ascii").decode("unicode_escape")
+        except UnicodeError:
+            continue
+        if status in _RECORD_RANK and _RECORD_RANK[status] > _RECORD_RANK.get(results.get(nodeid, ""), -1):
+            results[nodeid] = status
+    return {}
 
 
 @functools.cache
@@ -73,10 +91,58 @@ def parser_for(repo: str) -> Parser:
     return parse_pytest
 
 
-# Loaded with `pytest -p swe_srl_report`; writes one JSON line per test to $SWE_SRL_REPORT at session end.
+# Loaded first with `pytest -p <random name>`. At import (before conftests, collection and pytest's fd capture) it
+# takes the channel: the descriptor named by $SWE_SRL_CHANNEL_FD (dup()ed, the original closed, so subprocesses do
+# not inherit it) or the file $SWE_SRL_REPORT (host runs, trusted). It announces a nonce of its own, then writes
+# one "@swe-srl NONCE STATUS NODEID" line (unicode_escape'd: one line, ASCII) per finished test and "@swe-srl NONCE end" at session end.
+# Imports nothing beyond os and pytest's hookspec (already loaded), so modules a patch adds cannot shadow them.
 PYTEST_REPORT_PLUGIN = """\
-import json, os
+import os as _os
+import _pytest.hookspec as _hookspec
+
+_NONCE = _os.urandom(12).hex()
+_UNSET = _os.environ.pop("SWE_SRL_UNSET", "").split()
+
+
+def _channel():
+    path = _os.environ.pop("SWE_SRL_REPORT", "")
+    number = _os.environ.pop("SWE_SRL_CHANNEL_FD", "")
+    if path:
+        return _os.open(path, _os.O_WRONLY | _os.O_CREAT | _os.O_TRUNC | _os.O_APPEND, 0o600)
+    try:
+        fd = _os.dup(int(number))
+        _os.close(int(number))
+        return fd
+    except (ValueError, OSError):
+        return -1  # no channel here (an xdist worker inherits the environment, not the descriptor)
+
+
+_FD = _channel()
 _results = {}
+_pending = []
+
+
+def _send(*words):
+    if _FD >= 0:
+        try:
+            _os.write(_FD, ("@swe-srl " + _NONCE + " " + " ".join(words) + "\\n").encode())
+        except OSError:
+            pass
+
+
+def _flush(nodeid):
+    if nodeid in _results:
+        _send(_results[nodeid], nodeid.encode("unicode_escape").decode("ascii"))
+
+
+_send("start")
+
+
+def pytest_configure(config):
+    for name in _UNSET:
+        _os.environ.pop(name, None)
+
+
 def pytest_runtest_logreport(report):
     if report.when == "call" or report.outcome != "passed":
         if hasattr(report, "wasxfail"):
@@ -89,8 +155,21 @@ def pytest_runtest_logreport(report):
             status = "FAILED" if report.when == "call" else "ERROR"
         if _results.get(report.nodeid) not in ("FAILED", "ERROR"):
             _results[report.nodeid] = status
+        if report.nodeid not in _pending:
+            _pending.append(report.nodeid)
+
+
+if hasattr(_hookspec, "pytest_runtest_logfinish"):
+
+    def pytest_runtest_logfinish(nodeid):
+        if nodeid in _pending:
+            _pending.remove(nodeid)
+            _flush(nodeid)
+
+
 def pytest_sessionfinish(session):
-    with open(os.environ["SWE_SRL_REPORT"], "w") as handle:
-        for nodeid, status in _results.items():
-            handle.write(json.dumps({"nodeid": nodeid, "status": status}) + "\\n")
+    for nodeid in _pending:
+        _flush(nodeid)
+    del _pending[:]
+    _send("end")
 """

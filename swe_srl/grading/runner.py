@@ -1,29 +1,99 @@
-"""SWE-bench grading run: fresh container → model patch → test_patch → test command → parse → verdict.
+"""SWE-bench grading run: fresh container → neutralized model patch → test_patch → test command → parse → verdict.
 
-The pure rules (statuses, test-file stripping, resolved or not) live in ``benchmark/verdicts.py``.
-Anti reward-hacking: edits of test files (files in test_patch, test directories, ``test_*.py``, ``conftest.py``,
-pytest config) are dropped from the model patch before it is applied; pytest results come from a plugin loaded
-under a random name that writes a report file, so ``PASSED`` lines printed by the code under test do not count.
+The pure rules (statuses, test-file stripping, resolved or not) live in ``benchmark/verdicts.py``; the files a patch
+may not use to steer the run in ``grading/neutralize.py``. What a ``grade`` guarantees (docs/grading.md):
+
+* test files (test_patch's, test directories, ``test_*.py``, ``conftest.py``, ``pytest.ini``/``tox.ini``) and
+  control files (``.pytest.ini``, ``pytest.toml``, ``sitecustomize``/``usercustomize``, ``*.pth``, egg-info entry
+  points, new stdlib/pytest-named top-level modules) are dropped from the patch; the pytest sections of
+  ``pyproject.toml``/``setup.cfg`` anywhere in the tree are put back to the base commit's, other edits stay;
+* pytest (commands starting ``pytest`` / ``python -m pytest``) runs with ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS``
+  unset, entry-point autoloading off and the pytest11 plugins installed *before* the patch loaded by ``-p``, and
+  ``-p no:cacheprovider``; our report plugin is loaded first, under a random name;
+* statuses come only from that plugin's records, streamed as each test finishes over a descriptor (fd 3, dup()ed
+  and closed at plugin load, before conftests and collection) to this process: a nonce the plugin draws is
+  announced first, only records with it count, a test counts as its worst record, nothing after the session-end
+  record counts, and no session end means no statuses. So printed ``PASSED`` lines, fake records on any descriptor
+  without the nonce, exit hooks, and rewriting or truncating files after the fact change nothing.
+
+Not guaranteed: code of the package under test runs *inside* pytest (the tests import it) and can rewrite pytest,
+the plugin or its descriptor in-process; pytest-dev/pytest's instances patch the runner itself; runners other than
+pytest (django, sympy, sphinx's tox) are parsed from stdout, which the code under test writes.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, parse_report, parser_for
 from swe_srl.benchmark.specs import eval_prelude, test_command
 from swe_srl.benchmark.verdicts import GradeResult, stray_statuses, strip_test_edits, verdict
+from swe_srl.core.patches import patch_paths
 from swe_srl.errors import SweSrlError
+from swe_srl.grading.neutralize import drop_control_files, is_pytest_config, restore_pytest_sections
 from swe_srl.grading.timeouts import timeout_verdict, unresolved_reason
 from swe_srl.infra.sandbox.base import Sandbox
 from swe_srl.infra.sandbox.factory import GRADING_GRACE_S, GRADING_TIMEOUT_S, open_sandbox
 
 _PYTEST = re.compile(r"^((?:python3? -m )?pytest)\b")
+CHANNEL_FD = 3
+"""The descriptor the test command gets the report channel on (the plugin dup()s and closes it at load)."""
+LOG_LIMIT = 64_000
+"""Bytes of the test log kept (head and tail), as a sandbox command's output is capped."""
+CHANNEL_LIMIT = 8_000_000
+"""Grading's output cap: the channel carries one short line per test."""
+PROBE = """\
+import json
+import _pytest.config as config
+source = open(config.__file__).read()
+plugins = []
+try:
+    from importlib.metadata import distributions
+    plugins = [(e.name, e.value) for d in distributions() for e in d.entry_points if e.group == "pytest11"]
+except Exception:
+    import pkg_resources
+    plugins = [(e.name, e.module_name) for e in pkg_resources.iter_entry_points("pytest11")]
+print("@swe-srl-plugins " + json.dumps({"plugins": plugins, "by_name": "consider_entry_points" in source,
+                                        "autoload_off": "PYTEST_DISABLE_PLUGIN_AUTOLOAD" in source}))
+"""
+
+
+@dataclass(frozen=True)
+class PytestSetup:
+    """How pytest is started: entry-point autoloading off (when this pytest knows how) and the ``-p`` arguments
+    that load, explicitly, the pytest11 plugins installed when it was probed (before the model patch)."""
+
+    plugin_args: tuple[str, ...] = ()
+    autoload_off: bool = False
+
+    @classmethod
+    def from_probe(cls, output: str) -> PytestSetup:
+        """The setup from the output of :data:`PROBE` (autoloading left alone when it printed nothing)."""
+        line = next((ln for ln in output.splitlines() if ln.startswith("@swe-srl-plugins ")), None)
+        if line is None:
+            return cls()
+        found = json.loads(line.split(" ", 1)[1])
+        names = [
+            name if found["by_name"] else value.split(":")[0].strip() for name, value in found["plugins"]
+        ]
+        return cls(
+            tuple(w for name in dict.fromkeys(names) for w in ("-p", name)), bool(found["autoload_off"])
+        )
+
+
+def probe_pytest(sandbox: Sandbox, instance: Instance) -> PytestSetup | None:
+    """The instance's :class:`PytestSetup` as the sandbox is now (None when its test command is not pytest)."""
+    if not _PYTEST.match(test_command(instance)):
+        return None
+    script = " && ".join(["cd /testbed", *eval_prelude(instance)]) + f"; python -c {shlex.quote(PROBE)}"
+    return PytestSetup.from_probe(sandbox.run(script, timeout=300).output)
 
 
 def _apply(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
@@ -31,10 +101,34 @@ def _apply(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
     return result.exit_code == 0, result.output
 
 
+def _pytest_script(command: str, module: str, plugin_dir: str, log: str, setup: PytestSetup) -> str:
+    """``command`` with our plugin loaded first, a clean pytest environment, the log to ``log``, the channel on fd 3."""
+    args = ["-p", module, "-p", "no:cacheprovider", *setup.plugin_args]
+    command = _PYTEST.sub(lambda m: " ".join([m.group(1), *map(shlex.quote, args)]), command, count=1)
+    env = [f"PYTHONPATH={plugin_dir}${{PYTHONPATH:+:$PYTHONPATH}}", f"SWE_SRL_CHANNEL_FD={CHANNEL_FD}"]
+    if setup.autoload_off:
+        env += ["PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", "SWE_SRL_UNSET=PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+    clean = "unset PYTEST_ADDOPTS PYTEST_PLUGINS SWE_SRL_REPORT"
+    return f"( {clean}; export {' '.join(env)}; {command} ) {CHANNEL_FD}>&1 >{log} 2>&1"
+
+
+def _read_log(sandbox: Sandbox, log: str, plugin_dir: str) -> str:
+    half, q = LOG_LIMIT // 2, shlex.quote(log)
+    script = (
+        f'n=$(wc -c < {q} 2>/dev/null || echo 0); if [ "$n" -le {LOG_LIMIT} ]; then cat {q} 2>/dev/null; '
+        f"else head -c {half} {q}; printf '\\n[... swe-srl: %s bytes of the test log dropped ...]\\n' "
+        f"$((n - {2 * half})); tail -c {half} {q}; fi; rm -rf {shlex.quote(plugin_dir)} {q}"
+    )
+    return sandbox.run(script, timeout=300).output
+
+
 def run_tests_logged(
-    sandbox: Sandbox, instance: Instance, timeout: float = 1800
+    sandbox: Sandbox, instance: Instance, timeout: float = 1800, setup: PytestSetup | None = None
 ) -> tuple[dict[str, str], str, bool]:
-    """Apply test_patch (unless applied), run the test command; returns (statuses, log, timed_out)."""
+    """Apply test_patch (unless applied), run the test command; returns (statuses, log, timed_out).
+
+    ``setup``: how to start pytest (probed now when not given; ``grade`` probes before applying the patch).
+    """
     if instance.test_patch.strip():
         check = sandbox.run(
             "git apply --check -R - <<'SWE_SRL_EOF'\n" + instance.test_patch + "\nSWE_SRL_EOF"
@@ -43,36 +137,62 @@ def run_tests_logged(
             ok, out = _apply(sandbox, instance.test_patch)
             if not ok:
                 raise SweSrlError(f"{instance.instance_id}: the test_patch does not apply: {out[-500:]}")
+    command = test_command(instance)
+    prelude = " && ".join(["cd /testbed", *eval_prelude(instance)])
+    if not _PYTEST.match(command):
+        result = sandbox.run(f"{prelude}; {command}", timeout=timeout)
+        return parser_for(instance.repo)(result.output), result.output, result.timed_out
+    setup = setup or probe_pytest(sandbox, instance) or PytestSetup()
     token = uuid.uuid4().hex[:12]
-    plugin_dir, module, report = (
+    plugin_dir, module, log = (
         f"/tmp/.swe_srl_{token}",
         f"swe_srl_report_{token}",
-        f"/tmp/.swe_srl_{token}.jsonl",
+        f"/tmp/.swe_srl_{token}.log",
     )
-    command = test_command(instance)
-    use_plugin = bool(_PYTEST.match(command))
-    if use_plugin:
-        sandbox.write_file(f"{plugin_dir}/{module}.py", PYTEST_REPORT_PLUGIN)
-        command = _PYTEST.sub(rf"\1 -p {module}", command, count=1)
-        command = f"PYTHONPATH={plugin_dir}${{PYTHONPATH:+:$PYTHONPATH}} SWE_SRL_REPORT={report} {command}"
-    script = " && ".join(["cd /testbed", *eval_prelude(instance)]) + f"; {command}"
-    result = sandbox.run(script, timeout=timeout)
-    if not use_plugin:
-        return parser_for(instance.repo)(result.output), result.output, result.timed_out
-    try:
-        tests = parse_report(sandbox.read_file(report).decode("utf-8", errors="replace"))
-    except FileNotFoundError:
-        tests = {}  # pytest never reached session end: nothing counts as passed
-    sandbox.run(f"rm -rf {shlex.quote(plugin_dir)} {shlex.quote(report)}")
+    sandbox.write_file(f"{plugin_dir}/{module}.py", PYTEST_REPORT_PLUGIN)
+    result = sandbox.run(
+        f"{prelude}; {_pytest_script(command, module, plugin_dir, log, setup)}", timeout=timeout
+    )
+    tests = parse_report(result.output)  # {} unless pytest reached session end: nothing counts as passed
+    notes = [
+        ln for ln in result.output.splitlines() if not ln.startswith("@swe-srl ")
+    ]  # the prelude's output
+    if result.truncated:
+        notes.append("[swe-srl: the report channel overflowed its cap; records in the middle were lost]")
+    if not tests:
+        notes.append("[swe-srl: no test records (pytest did not reach session end)]")
+    log_text = "\n".join(filter(None, ["\n".join(notes[:50]), _read_log(sandbox, log, plugin_dir)]))
     for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
         tests.setdefault(nodeid.split(" ")[0], status)
-    tests.update(stray_statuses(instance, tests, result.output))
-    return tests, result.output, result.timed_out
+    tests.update(stray_statuses(instance, tests, log_text))
+    return tests, log_text, result.timed_out
 
 
 def run_tests(sandbox: Sandbox, instance: Instance) -> dict[str, str]:
     """Apply test_patch if not applied, run the test command, parse → ``{test_id: PASSED|FAILED|ERROR|...}``."""
     return run_tests_logged(sandbox, instance)[0]
+
+
+def _read(sandbox: Sandbox, path: str) -> str | None:
+    try:
+        return sandbox.read_file(path).decode("utf-8", errors="surrogateescape")
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+def restore_configs(sandbox: Sandbox, base: dict[str, str | None]) -> list[str]:
+    """Put the pytest sections of the config files in ``base`` (path → text before the patch) back; paths changed."""
+    changed = []
+    for path, before in base.items():
+        after = _read(sandbox, path)
+        wanted = restore_pytest_sections(path, before, after)
+        if wanted == after:
+            continue
+        sandbox.run(f"rm -f /testbed/{shlex.quote(path)}")
+        if wanted is not None:
+            sandbox.write_file(path, wanted.encode("utf-8", errors="surrogateescape"))
+        changed.append(path)
+    return changed
 
 
 def grade(
@@ -81,19 +201,28 @@ def grade(
     """Grade ``model_patch`` in a fresh container from the instance image (see module doc for statuses)."""
     result = GradeResult(instance.instance_id, "error")
     patch, result.reverted_test_files = strip_test_edits(instance, model_patch)
+    patch, controls = drop_control_files(patch)
+    result.reverted_test_files += controls
     clock, timed_out = time.perf_counter(), False
     try:
-        limits = {"command_timeout_s": timeout, "episode_timeout_s": timeout + GRADING_GRACE_S}
+        limits = {
+            "command_timeout_s": timeout,
+            "episode_timeout_s": timeout + GRADING_GRACE_S,
+            "output_limit_bytes": CHANNEL_LIMIT,
+        }
         with open_sandbox(instance, profile="grading", repos_dir=repos_dir, limits=limits) as sandbox:
             result.timings["start"] = time.perf_counter() - clock
+            setup = probe_pytest(sandbox, instance)  # before the patch: its entry points do not count
+            base = {p: _read(sandbox, p) for p in sorted(patch_paths(patch)) if is_pytest_config(p)}
             if patch.strip():
                 ok, out = _apply(sandbox, patch)
                 if not ok:
                     result.status, result.log = "patch_failed", out
                     return result
+            result.reverted_test_files += restore_configs(sandbox, base)
             result.timings["apply"] = time.perf_counter() - clock - result.timings["start"]
             clock = time.perf_counter()
-            result.tests, result.log, timed_out = run_tests_logged(sandbox, instance, timeout)
+            result.tests, result.log, timed_out = run_tests_logged(sandbox, instance, timeout, setup)
             result.timings["tests"] = time.perf_counter() - clock
             result.status = "error" if timed_out else verdict(instance, result.tests)
             if result.status == "unresolved":

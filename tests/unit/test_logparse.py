@@ -6,8 +6,7 @@ import importlib.util
 
 import pytest
 
-from swe_srl.benchmark.logparse import parse_pytest, parse_report, parser_for
-from swe_srl.errors import TaskError
+from swe_srl.benchmark.logparse import parse_pytest, parser_for
 
 PYTEST_RA = """\
 ============================= test session starts ==============================
@@ -67,13 +66,6 @@ test_skip (queries.tests.QueryTests) ... skipped 'no db'
 )
 def test_parse_pytest(log: str, expected: dict[str, str]) -> None:
     assert parse_pytest(log) == expected
-
-
-def test_report_lines_and_errors() -> None:
-    text = '{"nodeid": "t.py::a", "status": "PASSED"}\n\n{"nodeid": "t.py::b", "status": "FAILED"}\n'
-    assert parse_report(text) == {"t.py::a": "PASSED", "t.py::b": "FAILED"}
-    with pytest.raises(TaskError, match="line 1 is malformed"):
-        parse_report("PASSED t.py::a\n")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("swebench") is None, reason="swebench spec tables not installed")

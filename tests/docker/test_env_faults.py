@@ -26,6 +26,7 @@ ATTACKS = {
     "pkill_bash": "pkill -9 bash",
     "delete_git": f"rm -rf .git && git init -q && echo '# edited after rm -rf .git' >> {BREAK_FILE}",
     "fork_bomb": ":(){ :|:& };:; sleep 30",
+    "fork_bomb_background": "(:(){ :|:& };:) & sleep 2; echo started",
     "break_imports": f"echo 'raise ImportError(\"broken by the policy\")' > {BREAK_FILE}",
 }
 
@@ -61,6 +62,8 @@ def test_policy_attack_is_an_observation_and_unresolved(instance: Instance, atta
     assert "alive" in after.observation, after.observation
     if attack in ("kill_all", "pkill_bash"):
         assert "[exit code:" in hit.observation
+    if attack == "fork_bomb_background":  # cleared when a command ends at the pids limit
+        assert "process limit" in hit.observation + after.observation
     if attack == "delete_git":
         assert "+# edited after rm -rf .git" in result.patch, "the patch survives a deleted .git"
         assert any("pristine" in note for note in result.patch_notes)

@@ -2,7 +2,7 @@
 
 A command is sent as one line: ``__swesrl_run $'<command>' </dev/null 2>&1`` (a function that ``eval``s it, so
 a ``USR1`` trap doing ``return 124`` can abort the rest of a timed-out command) followed by a ``printf`` of a
-sentinel unique to the session and the command (``__SWESRL_<token>_<n>__ <exit code> <oom kills> <cwd>``). The output is read
+sentinel unique to the session and the command (``__SWESRL_<token>_<n>__ <exit code> <oom kills> <pids> <cwd>``). The output is read
 incrementally: at most ``limit`` bytes are kept (head + tail, cut in the middle), so megabytes of output cost no
 memory. Caveat of the function: a top-level ``declare``/``typeset`` is local to the command (use ``export`` or plain
 assignments, which persist). Stdin of every command is /dev/null, so ``python``, ``cat``, ``less`` and ``vi`` see EOF instead of waiting.
@@ -29,12 +29,15 @@ WINDOW = 8192
 """Bytes kept beyond the tail half so a sentinel line (with a long cwd) is always found whole."""
 
 # Shell functions defined in every session/control shell. Builtins only: they must work when the pids limit is hit.
+# __swesrl_kill PID...: SIGKILL every process but PID 1, this shell and PID...; rounds until no new process shows up
+# (a dying process is counted once), status 1 when new ones keep appearing after 30 rounds (a fork bomb).
 PRELUDE = r"""
 __swesrl_oom() { __swesrl_o=0; local k v f; for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do [ -r "$f" ] || continue; while read -r k v; do [ "$k" = oom_kill ] && __swesrl_o=$v; done < "$f"; break; done; }
 for __swesrl_e in vi vim view nano emacs pico joe mcedit; do eval "$__swesrl_e() { echo \"swe-srl: '$__swesrl_e' is a full-screen editor and cannot run without a terminal; edit files with sed, a heredoc, python or str_replace_editor\" >&2; return 1; }"; done
+__swesrl_pids() { __swesrl_n=0; local f; for f in /sys/fs/cgroup/pids.current /sys/fs/cgroup/pids/pids.current; do [ -r "$f" ] && { read -r __swesrl_n < "$f"; return; }; done; }
 trap 'return 124' USR1
 __swesrl_run() { eval "$1"; }
-__swesrl_kill() { local keep=" 1 $$ $* " d p i n c st pp; for ((i = 0; i < 30; i++)); do n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep" in *" $p "*) continue;; esac; read -r _ c st pp _ < "$d/stat" 2>/dev/null || continue; { [ "$st" = Z ] || { [ "$pp" = 1 ] && [ "$c" = "(sleep)" ]; }; } && continue; kill -9 "$p" 2>/dev/null && n=$((n+1)); done; [ $n = 0 ] && return 0; done; return 1; }
+__swesrl_kill() { local keep=" 1 $$ $* " seen=" " d p i n c st pp; for ((i = 0; i < 30; i++)); do n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep" in *" $p "*) continue;; esac; read -r _ c st pp _ < "$d/stat" 2>/dev/null || continue; { [ "$st" = Z ] || { [ "$pp" = 1 ] && [ "$c" = "(sleep)" ]; }; } && continue; kill -9 "$p" 2>/dev/null || continue; case "$seen" in *" $p "*) ;; *) seen+="$p "; n=$((n+1));; esac; done; [ $n = 0 ] && return 0; done; return 1; }
 """
 
 _ESCAPES = {ord("\\"): "\\\\", ord("'"): "\\'", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
@@ -68,6 +71,8 @@ class Reply:
     oom_kills: int
     cwd: str
     truncated: bool
+    pids: int = 0
+    """Processes (and threads) in the container when the command ended (the pids cgroup; 0 if unreadable)."""
 
 
 class Capture:
@@ -168,13 +173,13 @@ class Shell:
         line = (
             f"__swesrl_run {ansi_c_quote(text)} < /dev/null 2>&1; __swesrl_rc=$?; __swesrl_o=0; "
             f"[ $__swesrl_rc -ge 128 ] && __swesrl_oom; "
-            f'printf \'\\n%s %s %s %s\\n\' {marker} "$__swesrl_rc" "$__swesrl_o" "$PWD"\n'
+            f'__swesrl_pids; printf \'\\n%s %s %s %s %s\\n\' {marker} "$__swesrl_rc" "$__swesrl_o" "$__swesrl_n" "$PWD"\n'
         )
         self.send(line)
         return self.wait(marker, capture or Capture(limit), deadline, watch)
 
     def wait(self, marker: str, capture: Capture, deadline: float, watch: Watch | None = None) -> Reply:
-        pattern = re.compile(re.escape(f"\n{marker} ".encode()) + rb"(-?\d+) (\d+) ([^\n]*)\n")
+        pattern = re.compile(re.escape(f"\n{marker} ".encode()) + rb"(-?\d+) (\d+) (\d+) ([^\n]*)\n")
         self.last = (marker, capture)
         next_watch = time.monotonic() + WATCH_S if watch is not None else float("inf")
         while True:
@@ -192,8 +197,9 @@ class Shell:
             if match:
                 self.pending = bytes(capture.buf[match.end() :])
                 data, truncated = capture.result(match.start())
-                cwd = match.group(3).decode("utf-8", errors="replace")
-                return Reply(data, int(match.group(1)), int(match.group(2)), cwd, truncated)
+                cwd = match.group(4).decode("utf-8", errors="replace")
+                code, oom, pids = (int(match.group(k)) for k in (1, 2, 3))
+                return Reply(data, code, oom, cwd, truncated, pids)
 
     def resume(self, deadline: float) -> Reply:
         """Keep waiting for the reply of the last command (after its processes were killed)."""

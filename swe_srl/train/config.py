@@ -1,8 +1,9 @@
-"""Typed training config: YAML file + dotted ``key=value`` overrides, unknown keys rejected with the key named.
+"""Typed training config: preset + YAML file + dotted ``key=value`` overrides, unknown keys rejected by name.
 
-Options TRL already has live under ``trl:`` and are handed to ``trl.GRPOConfig`` unchanged (validated against its
-fields), so nothing of TRL's is copied here. Our own options cover data, reward, dynamic sampling, advantage and
-the tiny default model.
+Options TRL already has live under ``trl:`` and are handed to ``trl.GRPOConfig`` unchanged (names, types and
+combinations checked by :mod:`swe_srl.train.trl_options`), so nothing of TRL's is copied here. Our own options cover
+data, reward, dynamic sampling, advantage, the SFT term and the tiny default model. Presets:
+:mod:`swe_srl.train.presets`.
 """
 
 from __future__ import annotations
@@ -232,7 +233,9 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     if config.stage == "rlvr" and not config.init:
         raise ConfigError("stage 'rlvr' needs init: pass --init CKPT (an SRL checkpoint directory)")
     if config.preset == "cpu-small" and not (config.model or config.init):
-        raise ConfigError("preset cpu-small trains a small local model: pass --model PATH (cpu-tiny needs none)")
+        raise ConfigError(
+            "preset cpu-small trains a small local model: pass --model PATH (cpu-tiny needs none)"
+        )
     if config.stage == "rlvr" and config.loss.sft_weight:
         raise ConfigError(
             "loss.sft_weight is for the SRL stage: RLVR episodes have no expert action to imitate"

@@ -83,7 +83,7 @@ def format_observation(result: ExecResult, limits: Limits) -> str:
     if result.timed_out and "timed out" not in text[-200:]:
         text += "\n[the command timed out and was killed]"
     if result.session_restarted:
-        text += "\n[the shell was killed; a new one was started: variables were reset]"
+        text += "\n[the shell session ended (killed or exited); a new one was started in the same directory]"
     if "File size limit exceeded" in text:
         text += f"\n[a file reached the sandbox's file-size limit (disk budget {limits.disk})]"
     return sanitize(f"{text}\n[exit code: {result.exit_code}]".lstrip("\n"))

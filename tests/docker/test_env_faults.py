@@ -128,3 +128,14 @@ def test_disk_budget_stops_the_command_with_an_observation(instance: Instance) -
         assert "cleaned" in obs
     finally:
         env.close()
+
+
+def test_a_truncated_episode_still_yields_its_patch(instance: Instance) -> None:
+    outputs = [format_output("edit", f"echo '# edit before the limit' >> {BREAK_FILE}")] * 3
+    env = _env(instance)
+    try:
+        result = run_episode(env, ScriptedPolicy(outputs), instance, AgentConfig(max_steps=2))
+    finally:
+        env.close()
+    assert result.exit_reason == "max_steps" and result.truncated
+    assert result.patch.count("+# edit before the limit") == 2, result.patch

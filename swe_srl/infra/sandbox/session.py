@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from swe_srl.infra.sandbox.base import TRUNCATION_MARKER
 
 Watch = Callable[[], "str | None"]
-WATCH_S = 1.0
-"""How often a running command's watch (the disk budget) is asked."""
+WATCH_S, WATCH_MAX_S = 1.0, 8.0
+"""A running command's watch (the disk budget) is asked after 1 s, then at doubling intervals up to 8 s."""
 WINDOW = 8192
 """Bytes kept beyond the tail half so a sentinel line (with a long cwd) is always found whole."""
 
@@ -181,14 +181,16 @@ class Shell:
     def wait(self, marker: str, capture: Capture, deadline: float, watch: Watch | None = None) -> Reply:
         pattern = re.compile(re.escape(f"\n{marker} ".encode()) + rb"(-?\d+) (\d+) (\d+) ([^\n]*)\n")
         self.last = (marker, capture)
-        next_watch = time.monotonic() + WATCH_S if watch is not None else float("inf")
+        interval = WATCH_S
+        next_watch = time.monotonic() + interval if watch is not None else float("inf")
         while True:
             try:
                 chunk = self.read(min(deadline, next_watch))
             except ShellExpired:
                 if watch is None or time.monotonic() >= deadline:
                     raise
-                next_watch = time.monotonic() + WATCH_S
+                interval = min(2 * interval, WATCH_MAX_S)
+                next_watch = time.monotonic() + interval
                 if reason := watch():
                     raise ShellStopped(reason) from None
                 continue
@@ -200,6 +202,17 @@ class Shell:
                 cwd = match.group(4).decode("utf-8", errors="replace")
                 code, oom, pids = (int(match.group(k)) for k in (1, 2, 3))
                 return Reply(data, code, oom, cwd, truncated, pids)
+
+    def drain(self, quiet_s: float = 0.05, limit_s: float = 1.0) -> None:
+        """Discard what killed processes still wrote into the pipe, until it is quiet for ``quiet_s``."""
+        self.pending = b""
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            try:
+                self.read(min(end, time.monotonic() + quiet_s))
+            except (ShellExpired, ShellEOF):
+                return
+        self.pending = b""
 
     def resume(self, deadline: float) -> Reply:
         """Keep waiting for the reply of the last command (after its processes were killed)."""

@@ -97,6 +97,7 @@ class ShellKeeper:
             try:
                 reply = session.resume(time.monotonic() + KILL_GRACE_S)
                 data, oom = reply.data, self._note_oom(reply.oom_kills)
+                session.drain()  # output of the killed processes is not the next command's
             except (ShellExpired, ShellEOF):
                 restarted = True
         if restarted:

@@ -37,7 +37,7 @@ from swe_srl.infra.sandbox.base import ExecResult, Limits
 from swe_srl.infra.sandbox.docker import DockerSandbox
 from swe_srl.infra.sandbox.factory import sandbox_spec
 from swe_srl.rewards import EFFECT_MODES, score_output
-from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.rewards.effect_sandbox import SandboxEffect, step_inputs
 from swe_srl.trajectories.expert_state import expert_states, restore
 from swe_srl.trajectories.oracle import oracle_windows
 
@@ -318,11 +318,25 @@ class SWEEnv(gymnasium.Env[str, str]):
 
         expert = self._trajectory.steps[k].action
         result = score_output(
-            text, expert, mode=self.reward_mode, weights=self.weights, effect=self._effect(k, info["action"])
+            text,
+            expert,
+            mode=self.reward_mode,
+            weights=self.weights,
+            effect=self._effect(k, info["action"]),
+            **self._syntax_inputs(k),
         )
         info["reward_components"] = dict(result.components)
         info["expert_action"] = expert
         return float(result.total)
+
+    def _syntax_inputs(self, k: int) -> dict[str, frozenset[str]]:
+        """The syntax layer's inputs for expert step ``k`` (layered mode): the instance image's executables and the
+        files the expert's steps before ``k`` created."""
+        if self.reward_mode != "layered":
+            return {}
+        assert self.instance is not None and self._trajectory is not None
+        executables, created = step_inputs(self.instance, self._trajectory, k, repos_dir=self._repos_path)
+        return {"executables": executables, "created_files": created}
 
     def _effect(self, k: int, action: str) -> float | None:
         """The effect layer (layered mode, effect_mode cached/full): the action run on the expert state before k."""

@@ -27,6 +27,7 @@ from rich.console import Console
 from swe_srl import paths
 from swe_srl.errors import ConfigError, ImageBuildError
 from swe_srl.infra.engine import docker_client, image_exists
+from swe_srl.infra.executables import list_executables
 from swe_srl.infra.image_build import (
     build_context,
     checkout_base_commit,
@@ -304,6 +305,7 @@ def ensure_instance_image(recipe: InstanceRecipe, *, console: Console | None = N
         )
         (ctx / "harness").mkdir()
         build_context(tag, dockerfile, files, console, context=ctx)
+        list_executables(tag)  # stored with the image, for the syntax layer (infra/executables.py)
     return tag
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.repos import repo_source, scm_version
 from swe_srl.benchmark.specs import base_python, env_setup_script, install_script, instance_spec
+from swe_srl.infra.executables import image_executables
 from swe_srl.infra.images import EnvRecipe, InstanceRecipe, ensure_env_image, ensure_instance_image
 
 
@@ -37,3 +38,8 @@ def instance_image(instance: Instance, *, repos_dir: Path | None = None) -> str:
         install_script=script,
     )
     return ensure_instance_image(recipe)
+
+
+def instance_executables(instance: Instance, *, repos_dir: Path | None = None) -> frozenset[str]:
+    """The executables on the ``PATH`` of ``instance``'s image (built if needed), for the syntax layer."""
+    return image_executables(instance_image(instance, repos_dir=repos_dir))

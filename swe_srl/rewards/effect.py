@@ -1,9 +1,7 @@
-"""The effect layer's interface. The sandbox-backed implementation (restore the expert state before step k, run the
-action, compare trees, else target-test outcomes; cached by (instance, tree hash)) lives with the environment.
-
-The implementation should also check the Python files the action edited, after execution, with
-:func:`swe_srl.rewards.syntax.check_python_files` (paths from :func:`swe_srl.rewards.syntax.edited_python_paths`
-or the sandbox diff).
+"""The effect layer's interface. The implementation: ``effect_score.py`` (the definition — the action's change
+against the expert's change from the same state, pure), ``effect_box.py`` (a warm sandbox reset to an expert state
+between evaluations) and ``effect_sandbox.py`` (``SandboxEffect``: states, caches, test runs). Edited Python files
+are checked after execution with :func:`swe_srl.rewards.syntax.check_python_files`. docs/rewards.md "Effect".
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ EFFECT_MODES: tuple[str, ...] = ("off", "cached", "full")
 
 @runtime_checkable
 class EffectEvaluator(Protocol):
-    """Scores how much of the expert's effect the action reproduces, ∈ [0, 1].
+    """Scores how much of the expert's change the action reproduces (and that it harms nothing), ∈ [0, 1].
 
     Needs ``ctx.instance_id``, ``ctx.trajectory_hash`` and ``ctx.step`` to restore the expert state; raises a
     ``SandboxError`` on infrastructure failure (never returns 0 for one).

@@ -1,56 +1,59 @@
-"""The effect layer, for real: run the policy's action in a sandbox restored to the expert state and compare.
+"""The effect layer, for real: run the policy's action in a sandbox put into the expert's state before step k and
+score its change against the expert's change (the definition: ``effect_score.py``; docs/rewards.md "Effect").
 
-Same tree as the expert after its step → 1.0. Otherwise the instance's target tests (FAIL_TO_PASS + PASS_TO_PASS)
-are run and the score is the fraction whose outcome equals the outcome after the expert's action; an action that
-leaves an edited ``.py`` file unparsable scores 0. Test outcomes are cached on disk by (instance, tree hash) and
-action results by (instance, state, action), so a repeated state never reruns tests. Modes: ``off`` (no sandbox),
-``cached`` (default), ``full`` (recompute everything, refresh the cache).
+Sandboxes: one warm :class:`~swe_srl.rewards.effect_box.EffectBox` per instance (at most ``max_boxes``, least
+recently used closed first), reset to the expert state between evaluations; ``warm=False`` starts a fresh container
+per evaluation instead (the slow reference path: the bench checks both give the same values).
+Disk cache: the expert's side — step facts by (instance, state diffs) and the test outcomes of its states — under
+``expert_root`` (``cache_dir("expert-state")/effect``, with the expert states: :meth:`prepare` fills it), the
+action's side — facts by (instance, state tree, cwd, action), test outcomes by (instance, tree) — under ``root``
+(``cache_dir("effect")``). A repeated state never reruns tests.
+Modes: ``off`` (no sandbox), ``cached`` (default), ``full`` (recompute everything, refresh the cache).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance, load_instances
-from swe_srl.core.actions import is_submit
-from swe_srl.core.patches import file_diffs
+from swe_srl.benchmark.verdicts import is_test_file
 from swe_srl.errors import ConfigError
 from swe_srl.grading.runner import run_tests
-from swe_srl.infra.sandbox.factory import open_sandbox
+from swe_srl.infra.recipes import instance_executables
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.effect import EFFECT_MODES
-from swe_srl.rewards.syntax import check_python_files
+from swe_srl.rewards.effect_box import EffectBox, Tainted
+from swe_srl.rewards.effect_score import (
+    ActionFacts,
+    Delta,
+    ExpertFacts,
+    effect_value,
+    needs_tests,
+    outcome_agreement,
+)
 from swe_srl.trajectories.decompose import executed_steps
-from swe_srl.trajectories.expert_state import ExpertState, expert_states, restore, tree_hash
+from swe_srl.trajectories.expert_state import ExpertState, created_files, expert_states, tree_hash
 from swe_srl.trajectories.schema import Trajectory
 
 
 @dataclass(frozen=True)
 class EffectResult:
-    """One effect evaluation: ``value`` in [0, 1]; ``python_ok`` is False when an edited .py file does not parse."""
+    """One effect evaluation: ``value`` in [0, 1]; ``identical`` when the action left the expert's tree;
+    ``python_ok`` False when an edited .py file does not parse; ``tests`` the action's outcomes when they ran."""
 
     value: float
     identical: bool
     python_ok: bool
-    tree: str
+    tree: str | None
     tests: Mapping[str, str]
     cached: bool = False
-
-
-def diff_sections(diff: str) -> dict[str, str]:
-    """Per-file sections of a ``git diff`` keyed by the new path (the old one for a removed file)."""
-    return {f.path: f.text for f in file_diffs(diff)}
-
-
-def changed_python_files(before: str, after: str) -> list[str]:
-    """The .py files whose diff section differs between two cumulative diffs (the files an action touched)."""
-    old, new = diff_sections(before), diff_sections(after)
-    return sorted(p for p in set(old) | set(new) if p.endswith(".py") and old.get(p) != new.get(p))
 
 
 def target_tests(instance: Instance) -> list[str]:
@@ -58,20 +61,12 @@ def target_tests(instance: Instance) -> list[str]:
     return [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]
 
 
-def agreement(tests: Mapping[str, str], expert: Mapping[str, str], targets: list[str]) -> float:
-    """Fraction of ``targets`` whose outcome equals the expert's (a missing test counts as ``MISSING``)."""
-    if not targets:
-        return 0.0
-    same = sum(tests.get(t, "MISSING") == expert.get(t, "MISSING") for t in targets)
-    return same / len(targets)
-
-
 class SandboxEffect:
     """The ``EffectEvaluator`` over Docker sandboxes (call it with a ``StepContext``, or use :meth:`evaluate`).
 
     Trajectories are found by ``trajectory_hash`` (register them with :meth:`add_trajectory`), instances by id in
     ``instances`` or ``dataset``. ``test_runs`` / ``sandbox_starts`` count the work this object did; ``last`` is
-    the last :class:`EffectResult` (its ``python_ok`` is the post-execution syntax check).
+    the last :class:`EffectResult`. :meth:`close` (or ``with``) removes the warm sandboxes.
     """
 
     def __init__(
@@ -83,15 +78,21 @@ class SandboxEffect:
         dataset: str = "bundled",
         repos_dir: Path | None = None,
         root: Path | None = None,
+        expert_root: Path | None = None,
+        warm: bool = True,
+        max_boxes: int = 4,
     ) -> None:
         if mode not in EFFECT_MODES:
             raise ConfigError(f"effect mode {mode!r}: choose one of {', '.join(EFFECT_MODES)}")
         self.mode, self.dataset, self.repos_dir = mode, dataset, repos_dir
+        self.warm, self.max_boxes = warm, max(1, max_boxes)
         self.root = root or cache_dir("effect")
+        self.expert_root = expert_root or cache_dir("expert-state") / "effect"
         self._instances = {i.instance_id: i for i in instances} if instances is not None else None
         self._trajectories: dict[str, Trajectory] = {}
         for traj in trajectories:
             self.add_trajectory(traj)
+        self._boxes: OrderedDict[str, EffectBox] = OrderedDict()
         self.test_runs = 0
         self.sandbox_starts = 0
         self.last: EffectResult | None = None
@@ -110,26 +111,39 @@ class SandboxEffect:
             raise ConfigError(f"effect: instance {instance_id!r} is not in dataset {self.dataset!r}")
         return self._instances[instance_id]
 
+    def _located(self, instance_id, trajectory_hash, step) -> tuple[Instance, Trajectory]:
+        if instance_id is None or trajectory_hash is None or step is None:
+            raise ConfigError(
+                "the effect layer needs instance_id, trajectory_hash and step (decompose adds them)"
+            )
+        traj = self._trajectories.get(trajectory_hash)
+        if traj is None:
+            raise ConfigError(
+                f"effect: unknown trajectory_hash {trajectory_hash!r}; add_trajectory() it first"
+            )
+        return self._instance(instance_id), traj
+
     def __call__(self, ctx: StepContext) -> float:
         """The effect of ``ctx.action`` taken instead of expert step ``ctx.step`` of ``ctx.trajectory_hash``."""
         if self.mode == "off":
             raise ConfigError("effect mode 'off' computes no effect: pass effect=None, or choose cached/full")
-        if ctx.instance_id is None or ctx.trajectory_hash is None or ctx.step is None:
-            raise ConfigError(
-                "the effect layer needs instance_id, trajectory_hash and step (decompose adds them)"
-            )
-        traj = self._trajectories.get(ctx.trajectory_hash)
-        if traj is None:
-            raise ConfigError(
-                f"effect: unknown trajectory_hash {ctx.trajectory_hash!r}; add_trajectory() it first"
-            )
-        self.last = self.evaluate(self._instance(ctx.instance_id), traj, ctx.step, ctx.action)
+        instance, traj = self._located(ctx.instance_id, ctx.trajectory_hash, ctx.step)
+        self.last = self.evaluate(instance, traj, ctx.step, ctx.action)  # type: ignore[arg-type]
         return self.last.value
+
+    def step_inputs(
+        self, instance_id: str | None, trajectory_hash: str | None, step: int | None
+    ) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+        """(executables, created_files) of the syntax layer for a located step; (None, None) when not located."""
+        if instance_id is None or trajectory_hash is None or step is None:
+            return None, None
+        instance, traj = self._located(instance_id, trajectory_hash, step)
+        return step_inputs(instance, traj, step, repos_dir=self.repos_dir)
 
     # ----------------------------------------------------------------------------------------------- disk cache
     def _path(self, kind: str, *key: str) -> Path:
         digest = hashlib.sha256("\0".join(key).encode("utf-8", errors="surrogateescape")).hexdigest()[:24]
-        return self.root / kind / f"{digest}.json"
+        return (self.expert_root if kind.startswith("expert") else self.root) / kind / f"{digest}.json"
 
     def _load(self, kind: str, *key: str) -> dict | None:
         path = self._path(kind, *key)
@@ -140,65 +154,171 @@ class SandboxEffect:
     def _store(self, data: dict, kind: str, *key: str) -> None:
         atomic_write_text(self._path(kind, *key), json.dumps(data))
 
-    # ----------------------------------------------------------------------------------------------- evaluation
-    def _tests(self, sandbox, instance: Instance, tree: str) -> dict[str, str]:
+    # ----------------------------------------------------------------------------------------------- sandboxes
+    def _box(self, instance: Instance, fresh: dict) -> EffectBox:
+        """The instance's box: the warm one, or (``warm=False``) this evaluation's own (kept in ``fresh``)."""
+        iid = instance.instance_id
+        if not self.warm:
+            if "box" not in fresh:
+                fresh["box"] = self._start(instance)
+            return fresh["box"]
+        if iid in self._boxes:
+            self._boxes.move_to_end(iid)
+            return self._boxes[iid]
+        while len(self._boxes) >= self.max_boxes:
+            self._boxes.popitem(last=False)[1].close()
+        self._boxes[iid] = self._start(instance)
+        return self._boxes[iid]
 
+    def _start(self, instance: Instance) -> EffectBox:
+        self.sandbox_starts += 1
+        return EffectBox(instance, repos_dir=self.repos_dir)
+
+    def _reset(self, instance: Instance, fresh: dict, diff: str, cwd: str) -> EffectBox:
+        """The instance's box, put into the expert state (base + ``diff``, ``cwd``); a tainted box is replaced."""
+        box = self._box(instance, fresh)
+        try:
+            box.reset(diff, cwd)
+        except Tainted:
+            box.close()
+            if self.warm:
+                del self._boxes[instance.instance_id]
+            else:
+                del fresh["box"]
+            box = self._box(instance, fresh)
+            box.reset(diff, cwd)  # a fresh container that cannot be reset is an infrastructure failure
+        return box
+
+    def close(self) -> None:
+        """Remove the warm sandboxes (a later evaluation starts new ones)."""
+        while self._boxes:
+            self._boxes.popitem()[1].close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __getstate__(self) -> dict:
+        """Pickles without the warm sandboxes (a copy starts its own)."""
+        return {**self.__dict__, "_boxes": OrderedDict()}
+
+    def __enter__(self) -> SandboxEffect:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------------------------- evaluation
+    def _expert(self, instance: Instance, traj: Trajectory, state: ExpertState, step: int, fresh: dict):
+        pre_diff, cwd = state.before(step)
+        key = (instance.instance_id, tree_hash(pre_diff), tree_hash(state.diffs[step]))
+        data = self._load("expert-steps", *key)
+        if data is None:
+            box = self._reset(instance, fresh, pre_diff, cwd)
+            pre = box.tree_of(pre_diff)
+            post = box.tree_of(state.diffs[step])
+            data = {"pre": pre, "post": post, "full": box.delta(pre, post).to_dict()}
+            self._store(data, "expert-steps", *key)
+        full = Delta.from_dict(data["full"])
+        delta = full.without(lambda p: is_test_file(p, instance))
+        exit_code = traj.steps[step].exit_code
+        return ExpertFacts(data["pre"], data["post"], full, delta, exit_code, created_files(state, step))
+
+    def _act(self, instance: Instance, state: ExpertState, step: int, action: str, fresh: dict) -> dict:
+        pre_diff, cwd = state.before(step)
+        box = self._reset(instance, fresh, pre_diff, cwd)
+        facts, tested = box.act(action, box.tree_of(pre_diff), lambda p: is_test_file(p, instance))
+        return {
+            "tree": facts.tree,
+            "tested": tested,
+            "full": facts.full.to_dict(),
+            "delta": facts.delta.to_dict(),
+            "exit_code": facts.exit_code,
+            "python_ok": facts.python_ok,
+        }
+
+    def _tests(
+        self, instance: Instance, box: EffectBox, tree: str, kind: str = "test-outcomes"
+    ) -> dict[str, str]:
+        """Target-test outcomes of the box as it is (its worktree is ``tree``), cached by ``tree``."""
         self.test_runs += 1
-        outcomes = dict(run_tests(sandbox, instance))
-        self._store(outcomes, "tests", instance.instance_id, tree)
+        box.touched()
+        outcomes = dict(run_tests(box.sandbox, instance))
+        self._store(outcomes, kind, instance.instance_id, tree)
         return outcomes
 
-    def _expert_tests(self, instance: Instance, state: ExpertState, step: int) -> dict[str, str]:
-        tree = tree_hash(state.diffs[step])
-        cached = self._load("tests", instance.instance_id, tree)
+    def _state_tests(self, instance: Instance, state_diff: str, tree: str, fresh: dict) -> dict[str, str]:
+        """Outcomes of an expert state (stored with the expert states, under ``expert_root``)."""
+        cached = self._load("expert-outcomes", instance.instance_id, tree)
         if cached is not None:
             return cached
-        with open_sandbox(instance, profile="effect", repos_dir=self.repos_dir) as sandbox:
-            self.sandbox_starts += 1
-            restore(sandbox, state, step + 1)
-            return self._tests(sandbox, instance, tree)
+        box = self._reset(instance, fresh, state_diff, "/testbed")
+        return self._tests(instance, box, tree, "expert-outcomes")
 
-    def _run_action(self, instance: Instance, state: ExpertState, step: int, action: str):
-        """Run ``action`` from the state before ``step``; returns ({tree, python_ok}, the live sandbox)."""
-        sandbox = open_sandbox(instance, profile="effect", repos_dir=self.repos_dir).start()
-        self.sandbox_starts += 1
+    def prepare(self, instance: Instance, traj: Trajectory) -> None:
+        """Compute (or load) the expert's facts and, at its edit steps, the test outcomes before and after."""
+        state = expert_states(traj, instance, repos_dir=self.repos_dir)
+        fresh: dict = {}
         try:
-            restore(sandbox, state, step)
-            before = after = state.before(step)[0]
-            if not is_submit(action):
-                sandbox.run(action)
-                after = sandbox.diff()
-            read = lambda path: sandbox.read_file(f"/testbed/{path}")  # noqa: E731
-            python_ok = not check_python_files(read, changed_python_files(before, after))
-        except BaseException:
-            sandbox.close()
-            raise
-        return {"tree": tree_hash(after), "python_ok": python_ok}, sandbox
+            for step in range(len(state.diffs)):
+                expert = self._expert(instance, traj, state, step, fresh)
+                if expert.changed:
+                    self._state_tests(instance, state.before(step)[0], expert.pre, fresh)
+                    self._state_tests(instance, state.diffs[step], expert.post, fresh)
+        finally:
+            if "box" in fresh:
+                fresh["box"].close()
 
     def evaluate(self, instance: Instance, traj: Trajectory, step: int, action: str) -> EffectResult:
         """The effect of ``action`` taken instead of expert step ``step`` of ``traj`` on ``instance``."""
         state = expert_states(traj, instance, repos_dir=self.repos_dir)
         if not 0 <= step < len(state.diffs):
             raise ConfigError(f"step {step} out of range for {traj.instance_id} ({len(state.diffs)} steps)")
-        pre_diff, pre_cwd = state.before(step)
-        action_key = (instance.instance_id, tree_hash(pre_diff), pre_cwd, action)
-        hit = self._load("actions", *action_key)
-        sandbox = None
-        if hit is None:
-            hit, sandbox = self._run_action(instance, state, step, action)
-            self._store(hit, "actions", *action_key)
+        fresh: dict = {}
         try:
-            if hit["tree"] == tree_hash(state.diffs[step]):
-                return EffectResult(1.0, True, hit["python_ok"], hit["tree"], {}, cached=sandbox is None)
-            tests = self._load("tests", instance.instance_id, hit["tree"])
-            cached = tests is not None
-            if tests is None:
-                if sandbox is None:  # the action was cached but its tests were not: run it once more
-                    hit, sandbox = self._run_action(instance, state, step, action)
-                tests = self._tests(sandbox, instance, hit["tree"])
+            return self._evaluate(instance, traj, state, step, action, fresh)
         finally:
-            if sandbox is not None:
-                sandbox.close()
-        expert = self._expert_tests(instance, state, step)
-        value = agreement(tests, expert, target_tests(instance)) if hit["python_ok"] else 0.0
-        return EffectResult(value, False, hit["python_ok"], hit["tree"], tests, cached=cached)
+            if "box" in fresh:
+                fresh["box"].close()
+
+    def _evaluate(self, instance, traj, state, step, action, fresh) -> EffectResult:
+        expert = self._expert(instance, traj, state, step, fresh)
+        key = (instance.instance_id, expert.pre, state.before(step)[1], action)
+        record, ran = self._load("action-facts", *key), False
+        if record is None:
+            record, ran = self._act(instance, state, step, action, fresh), True
+            self._store(record, "action-facts", *key)
+        facts = ActionFacts(
+            record["tree"],
+            Delta.from_dict(record["full"]),
+            Delta.from_dict(record["delta"]),
+            record["exit_code"],
+            record["python_ok"],
+        )
+        outcomes: dict[str, str] = {}
+        agreement = None
+        if needs_tests(facts, expert):
+            tested = record["tested"]
+            cached = self._load("test-outcomes", instance.instance_id, tested)
+            if cached is None:
+                if not ran:  # the action was cached but its tests were not: run it once more
+                    self._act(instance, state, step, action, fresh)
+                box = self._box(instance, fresh)
+                cached = self._tests(instance, box, tested)
+            outcomes = cached
+            pre = self._state_tests(instance, state.before(step)[0], expert.pre, fresh)
+            post = self._state_tests(instance, state.diffs[step], expert.post, fresh)
+            agreement = outcome_agreement(outcomes, pre, post, target_tests(instance))
+        value = effect_value(facts, expert, lambda p: is_test_file(p, instance), agreement)
+        identical = facts.tree == expert.post
+        return EffectResult(value, identical, facts.python_ok, facts.tree, outcomes, cached=not ran)
+
+
+def step_inputs(
+    instance: Instance, traj: Trajectory, step: int, *, repos_dir: Path | None = None
+) -> tuple[frozenset[str], frozenset[str]]:
+    """(executables of the instance image, files the expert's steps before ``step`` created): the syntax layer's
+    ``StepContext.executables`` / ``created_files`` where an instance and its expert trajectory are known."""
+    state = expert_states(traj, instance, repos_dir=repos_dir)
+    created = created_files(state, min(step, len(state.diffs)))
+    return instance_executables(instance, repos_dir=repos_dir), created

@@ -34,8 +34,10 @@ def completion_text(completion: Any) -> str:
 class SRLReward:
     """Picklable TRL reward function over :func:`score_output` — the same code the environment scores with.
 
-    ``effect_mode`` other than ``off`` needs an ``effect`` evaluator (an ``EffectEvaluator``); ``last_components``
-    holds the components of every completion of the last call, for logging.
+    ``effect_mode`` other than ``off`` needs an ``effect`` evaluator (an ``EffectEvaluator``); when it has
+    ``step_inputs`` (``SandboxEffect``), located steps also get the syntax layer's ``executables`` (the instance
+    image's) and ``created_files`` (from the expert state). ``last_components`` holds the components of every
+    completion of the last call, for logging.
     """
 
     def __init__(
@@ -63,30 +65,45 @@ class SRLReward:
         self.__name__ = f"srl_{mode}"
         self.last_components: list[dict[str, float]] = []
         self.last_format_errors: list[str | None] = []
+        self._inputs: dict[tuple, dict[str, frozenset[str] | None]] = {}
 
     def __call__(
         self, prompts: Sequence[Any], completions: Sequence[Any], expert_action: Sequence[str], **columns: Any
     ) -> list[float]:
         if len(completions) != len(expert_action):
             raise ConfigError(f"{len(completions)} completions but {len(expert_action)} expert_action values")
-        results = [
-            score_output(
-                completion_text(completion),
-                expert,
-                mode=self.mode,  # type: ignore[arg-type]
-                weights=self.weights,
-                effect=self.effect,
-                fuzzy=self.fuzzy,
-                instance_id=_at(columns.get("instance_id"), i),
-                trajectory_hash=_at(columns.get("trajectory_hash"), i),
-                step=_at(columns.get("step"), i),
+        results = []
+        for i, (completion, expert) in enumerate(zip(completions, expert_action, strict=True)):
+            where = tuple(_at(columns.get(c), i) for c in ("instance_id", "trajectory_hash", "step"))
+            results.append(
+                score_output(
+                    completion_text(completion),
+                    expert,
+                    mode=self.mode,  # type: ignore[arg-type]
+                    weights=self.weights,
+                    effect=self.effect,
+                    fuzzy=self.fuzzy,
+                    instance_id=where[0],
+                    trajectory_hash=where[1],
+                    step=where[2],
+                    **self._syntax_inputs(where),
+                )
             )
-            for i, (completion, expert) in enumerate(zip(completions, expert_action, strict=True))
-        ]
         self.last_components = [dict(r.components) for r in results]
         self.last_format_errors = [r.format_error for r in results]
         self._log(columns)
         return [r.total for r in results]
+
+    def _syntax_inputs(self, where: tuple) -> dict[str, frozenset[str] | None]:
+        """The syntax layer's ``executables`` / ``created_files`` of a located step, from the effect evaluator
+        (it knows the instances and expert trajectories); none without one, or when the step is not located."""
+        inputs = getattr(self.effect, "step_inputs", None)
+        if inputs is None or self.mode != "layered" or None in where:
+            return {}
+        if where not in self._inputs:
+            executables, created = inputs(*where)
+            self._inputs[where] = {"executables": executables, "created_files": created}
+        return self._inputs[where]
 
     def _log(self, columns: Mapping[str, Any]) -> None:
         """Format errors per completion into TRL's completion table; the components are logged once, by the

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import is_submit
+from swe_srl.core.patches import file_diffs
 from swe_srl.errors import SandboxError
 from swe_srl.infra.sandbox.base import ExecResult
 from swe_srl.infra.sandbox.factory import open_sandbox
@@ -43,6 +44,11 @@ class ExpertState:
         if step == 0:
             return "", WORKDIR
         return self.diffs[step - 1], self.cwds[step - 1]
+
+
+def created_files(state: ExpertState, step: int) -> frozenset[str]:
+    """Repository paths the expert's steps before ``step`` created (new files in its diff then)."""
+    return frozenset(f.path for f in file_diffs(state.before(step)[0]) if f.added)
 
 
 def cwd_of(sandbox) -> str:

@@ -1,5 +1,5 @@
-"""The sandbox effect layer: same tree → 1.0, otherwise target-test agreement; cache gives the same value
-without rerunning tests."""
+"""The sandbox effect layer: the expert's tree → 1.0 without tests, a no-op at the fix step → 0, a different edit
+→ tree similarity and target-test agreement; the cache gives the same value without rerunning anything."""
 
 import pytest
 
@@ -25,8 +25,9 @@ def test_expert_action_is_identical(fix_step, tmp_path) -> None:
     from swe_srl.rewards.effect_sandbox import SandboxEffect
 
     traj, instance, k = fix_step
-    effect = SandboxEffect("full", root=tmp_path)
+    effect = SandboxEffect("full", root=tmp_path, expert_root=tmp_path / "e")
     result = effect.evaluate(instance, traj, k, traj.steps[k].action)
+    effect.close()
     assert (result.value, result.identical, result.python_ok) == (1.0, True, True)
     assert effect.test_runs == 0  # an identical tree needs no tests
 
@@ -35,13 +36,15 @@ def test_cached_equals_full_and_skips_tests(fix_step, tmp_path) -> None:
     from swe_srl.rewards.effect_sandbox import SandboxEffect
 
     traj, instance, k = fix_step
-    full = SandboxEffect("full", root=tmp_path)
-    cold = full.evaluate(instance, traj, k, "ls")  # no edit: the bug is still there
-    assert not cold.identical and full.test_runs >= 1
-    # FAIL_TO_PASS tests still fail where the expert's fix made them pass, so agreement is below 1
-    assert 0.0 <= cold.value < 1.0
-    cached = SandboxEffect("cached", root=tmp_path)
-    warm = cached.evaluate(instance, traj, k, "ls")
+    edit = f"echo '# not the fix' >> {instance.oracle_files[0]}"
+    full = SandboxEffect("full", root=tmp_path / "a", expert_root=tmp_path / "e")
+    assert full.evaluate(instance, traj, k, "ls").value == 0.0  # no change where the expert fixed the bug
+    cold = full.evaluate(instance, traj, k, edit)  # a change that fixes nothing: the target tests run
+    assert not cold.identical and full.test_runs >= 1 and cold.tests
+    assert 0.0 < cold.value < 0.5  # some tree similarity (same file), no test the expert fixed passes
+    full.close()
+    cached = SandboxEffect("cached", root=tmp_path / "a", expert_root=tmp_path / "e")
+    warm = cached.evaluate(instance, traj, k, edit)
     assert warm.value == cold.value and warm.cached
     assert cached.test_runs == 0 and cached.sandbox_starts == 0
 
@@ -51,7 +54,6 @@ def test_broken_python_is_flagged(fix_step, tmp_path) -> None:
 
     traj, instance, k = fix_step
     path = instance.oracle_files[0]
-    result = SandboxEffect("full", root=tmp_path).evaluate(
-        instance, traj, k, f"echo 'def broken(:' >> {path}"
-    )
-    assert result.python_ok is False and not result.identical
+    with SandboxEffect("full", root=tmp_path, expert_root=tmp_path / "e") as effect:
+        result = effect.evaluate(instance, traj, k, f"echo 'def broken(:' >> {path}")
+    assert result.python_ok is False and not result.identical and result.value == 0.0

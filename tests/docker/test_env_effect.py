@@ -1,5 +1,5 @@
 """SWEEnv in layered mode with the effect layer on: the action is run in a sandbox at the expert state and scored
-against the expert's effect (identical tree → 1.0, otherwise target-test agreement)."""
+against the expert's change (identical tree → 1.0, a no-op where the expert edited → 0; docs/rewards.md "Effect")."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def test_layered_env_scores_the_effect_of_the_action(calc_add, tmp_path: Path):
     cases = [
         # the expert's own edit: same tree as the expert → 1.0
         (FIX, 1.0),
-        # no edit: test_add still fails (expert: passes), test_neg passes in both → 1 of 2 targets agree
-        ("echo nothing", 0.5),
+        # no edit where the expert fixed the bug: no effect
+        ("echo nothing", 0.0),
     ]
     env = SWEEnv(instances=[calc_add], reward_mode="layered", effect_mode="full")
     try:

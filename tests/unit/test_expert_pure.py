@@ -1,9 +1,8 @@
-"""Pure helpers of the expert layer: observation normalization, diff sections, test agreement, expert state."""
+"""Pure helpers of the expert layer: observation normalization, expert state (the effect scoring: test_rewards_effect_score.py)."""
 
 import pytest
 
 from swe_srl.eval.replay import observations_match
-from swe_srl.rewards.effect_sandbox import agreement, changed_python_files, diff_sections
 from swe_srl.trajectories.expert_state import ExpertState, tree_hash
 
 DIFF_A = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x\n+y\n"
@@ -28,32 +27,6 @@ def test_observations_match(recorded: str, replayed: str, same: bool) -> None:
     assert observations_match(recorded, replayed) is same
 
 
-def test_diff_sections_and_changed_python() -> None:
-    assert diff_sections("") == {}
-    assert set(diff_sections(DIFF_A + DIFF_B)) == {"m.py", "n.txt"}
-    # an action that edited m.py (present after, absent before) touches m.py; n.txt is not Python
-    assert changed_python_files(DIFF_B, DIFF_A + DIFF_B) == ["m.py"]
-    # the same cumulative diff before and after: nothing touched
-    assert changed_python_files(DIFF_A, DIFF_A) == []
-
-
-AGREEMENT = [
-    # all outcomes equal
-    ({"t1": "PASSED", "t2": "FAILED"}, {"t1": "PASSED", "t2": "FAILED"}, ["t1", "t2"], 1.0),
-    # one of two differs
-    ({"t1": "FAILED", "t2": "PASSED"}, {"t1": "PASSED", "t2": "PASSED"}, ["t1", "t2"], 0.5),
-    # a test that did not run at all differs from one that passed
-    ({}, {"t1": "PASSED"}, ["t1"], 0.0),
-    # no target tests: no evidence of an effect
-    ({}, {}, [], 0.0),
-]
-
-
-@pytest.mark.parametrize(("tests", "expert", "targets", "value"), AGREEMENT)
-def test_agreement(tests, expert, targets, value) -> None:
-    assert agreement(tests, expert, targets) == value
-
-
 def test_expert_state_before() -> None:
     state = ExpertState(diffs=["", DIFF_A], cwds=["/testbed", "/testbed/pkg"])
     assert state.before(0) == ("", "/testbed")  # step 0 starts at the base commit
@@ -61,3 +34,13 @@ def test_expert_state_before() -> None:
     with pytest.raises(IndexError):
         state.before(3)
     assert tree_hash("") != tree_hash(DIFF_A) and tree_hash(DIFF_A) == tree_hash(DIFF_A)
+
+
+def test_created_files() -> None:
+    from swe_srl.trajectories.expert_state import created_files
+
+    new = "diff --git a/repro.py b/repro.py\nnew file mode 100644\n--- /dev/null\n+++ b/repro.py\n@@ -0,0 +1 @@\n+x\n"
+    state = ExpertState(diffs=[DIFF_A, DIFF_A + new, DIFF_A], cwds=["/testbed"] * 3)
+    assert created_files(state, 0) == frozenset() and created_files(state, 1) == frozenset()  # m.py is edited
+    assert created_files(state, 2) == {"repro.py"}  # made by step 1, there before step 2
+    assert created_files(state, 3) == frozenset()  # deleted again by step 2

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from swe_srl.benchmark.instances import Instance
     from swe_srl.trajectories.schema import Trajectory
 
-POLICY_SPECS = "gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai"
+POLICY_SPECS = "gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai | predictions:FILE"
 HEREDOC_EOF = "SWE_SRL_EOF"
 GOLD_APPLY = "git apply --verbose --whitespace=nowarn"
 
@@ -173,10 +173,7 @@ class ReplayPolicy(ScriptedPolicy):
     @classmethod
     def from_file(cls, path: Path, **kwargs: Any) -> ReplayPolicy:
 
-        if not Path(path).is_file():
-            raise PolicyError(
-                f"replay trajectory file {str(path)!r} does not exist (give a native JSONL file)"
-            )
+        _require_replay_file(path)
         return cls(list(read_jsonl(Path(path))), name=f"replay:{Path(path).name}", **kwargs)
 
     def reset(self, instance: Instance) -> None:
@@ -193,6 +190,50 @@ class ReplayPolicy(ScriptedPolicy):
         self.calls = 0
 
 
+def _require_replay_file(path: str | Path) -> None:
+    if not Path(path).expanduser().is_file():
+        raise PolicyError(f"replay trajectory file {str(path)!r} does not exist (give a native JSONL file)")
+
+
+def check_model_ref(ref: str, option: str) -> None:
+    """``ref`` names a saved model directory, or (no path) a hub id ``org/name``; else ``PolicyError`` naming
+    ``option`` (``--model``, ``policy 'hf:…'``). Nothing is loaded."""
+    path = Path(ref).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file() and not (path / "adapter_config.json").is_file():
+            raise PolicyError(f"{option}: {str(path)!r} holds no saved model (no config.json)")
+        return
+    if ref.startswith((".", "/", "~")) or ref.count("/") != 1 or ref.endswith("/"):
+        raise PolicyError(
+            f"{option}: model path {str(path)!r} does not exist (give a saved model directory "
+            "or a hub id like org/name)"
+        )
+
+
+def check_policy_spec(spec: str, *, base_url: str | None = None, model: str | None = None) -> None:
+    """Reject a bad spec before any work: unknown kind, missing argument, missing file or model directory.
+
+    Cheap (no model is loaded, no server is called). ``predictions:FILE`` is no agent policy: the evaluation reads
+    the file itself (``swe_srl.eval.predictions``) and grades each patch without an episode.
+    """
+    kind, _, arg = spec.partition(":")
+    if kind in ("gold", "empty") and not arg:
+        return
+    if kind == "replay" and arg:
+        return _require_replay_file(arg)
+    if kind == "hf" and arg:
+        return check_model_ref(arg, f"policy 'hf:{arg}'")
+    if kind == "predictions" and arg:
+        return
+    if kind == "openai":
+        if not base_url or not (model or arg):
+            raise PolicyError(
+                "policy 'openai' needs --base-url URL and --model NAME (e.g. http://localhost:8000/v1)"
+            )
+        return
+    raise PolicyError(f"unknown policy {spec!r}; expected one of: {POLICY_SPECS}")
+
+
 def make_policy(
     spec: str,
     *,
@@ -201,20 +242,17 @@ def make_policy(
     max_new_tokens: int = 1024,
     temperature: float = 0.0,
 ) -> Policy:
-    """Build a policy from its CLI spec: ``gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai``."""
+    """Build a policy from its CLI spec (:data:`POLICY_SPECS`; checked by :func:`check_policy_spec`)."""
+    check_policy_spec(spec, base_url=base_url, model=model)
     kind, _, arg = spec.partition(":")
-    if kind == "gold" and not arg:
+    if kind == "gold":
         return GoldPolicy()
-    if kind == "empty" and not arg:
+    if kind == "empty":
         return EmptyPolicy()
-    if kind == "replay" and arg:
+    if kind == "replay":
         return ReplayPolicy.from_file(Path(arg))
-    if kind == "hf" and arg:
+    if kind == "hf":
         return HFPolicy(arg, max_new_tokens=max_new_tokens, temperature=temperature)
     if kind == "openai":
-        if not base_url or not (model or arg):
-            raise PolicyError(
-                "policy 'openai' needs --base-url URL and --model NAME (e.g. http://localhost:8000/v1)"
-            )
-        return OpenAIPolicy(base_url, model or arg, max_tokens=max_new_tokens, temperature=temperature)
-    raise PolicyError(f"unknown policy {spec!r}; expected one of: {POLICY_SPECS}")
+        return OpenAIPolicy(base_url or "", model or arg, max_tokens=max_new_tokens, temperature=temperature)
+    raise PolicyError(f"policy {spec!r} grades a predictions file directly; it runs no agent episode")

@@ -120,9 +120,11 @@ class Instance:
 BUNDLED_PREFIX = "bundled"
 
 
-def _split_filter(instances: list[Instance], split: str | None) -> list[Instance]:
+def _split_filter(instances: list[Instance], split: str | None, source: str) -> list[Instance]:
     if split is None:
         return instances
+    if split not in SPLITS:
+        raise TaskError(f"unknown split {split!r} of {source}: choose from {', '.join(SPLITS)}")
     return [i for i in instances if i.split == split]
 
 
@@ -181,17 +183,17 @@ def load_instances(dataset: str, *, split: str | None = None) -> list[Instance]:
         built = paths.bundled_suite_file()
         if not built.is_file():
             raise TaskError(f"the bundled suite is not built yet ({built}): run `swe-srl tasks build` first")
-        return _split_filter(load_jsonl(built), suffix or split)
+        return _split_filter(load_jsonl(built), suffix or split, BUNDLED_PREFIX)
     path = Path(dataset).expanduser()
     if path.suffix in (".jsonl", ".json", ".parquet") or path.exists():
         if not path.is_file():
             raise TaskError(f"dataset file {path} does not exist (expected a .jsonl or .parquet file)")
         loader = load_parquet if path.suffix == ".parquet" else load_jsonl
-        return _split_filter(loader(path), split)
+        return _split_filter(loader(path), split, str(path))
     if dataset.count("/") == 1 and not dataset.startswith((".", "/", "~")):
         return load_hf(dataset, split or "test")
     raise TaskError(
-        f"unknown dataset {dataset!r}: use a .jsonl/.parquet path, 'bundled[:train|:test]' or a HF id like "
+        f"unknown dataset {dataset!r}: use a .jsonl/.parquet path, 'bundled[:train|:dev|:test]' or a HF id like "
         "'princeton-nlp/SWE-bench_Verified'"
     )
 

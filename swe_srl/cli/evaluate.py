@@ -7,7 +7,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from swe_srl.agent.policies import POLICY_SPECS
 from swe_srl.benchmark.instances import load_instances, select_instances
+from swe_srl.errors import TaskError
 from swe_srl.eval.report import summary_tables
 from swe_srl.eval.run import EvalSettings, evaluate
 
@@ -15,8 +17,8 @@ from swe_srl.eval.run import EvalSettings, evaluate
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
-        policy: str = typer.Option(..., help="gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai"),
-        dataset: str = typer.Option("bundled:test", help="bundled[:train|:test], a .jsonl/.parquet path or a HF id"),
+        policy: str = typer.Option(..., help=f"{POLICY_SPECS} (a SWE-bench predictions file, graded directly)"),
+        dataset: str = typer.Option("bundled:test", help="bundled[:train|:dev|:test], a .jsonl/.parquet path or a HF id"),
         out: Path = typer.Option(..., "-o", "--out", help="output folder (resumable: finished instances are skipped)"),
         instances: str = typer.Option("", "--instances", help="only these instance ids (comma-separated)"),
         oracle_files: bool = typer.Option(False, "--oracle-files", help="prompt includes the files the gold patch edits"),
@@ -33,7 +35,11 @@ def register(app: typer.Typer) -> None:
         timeout: float = typer.Option(1800, help="test command timeout when grading (s)"),
         direct_patch: bool = typer.Option(False, help="gold|empty: grade the patch without an episode"),
     ) -> None:  # fmt: skip
-        """Run POLICY as an agent in SWEEnv on every instance of DATASET and grade the patches SWE-bench style."""
+        """Run POLICY as an agent in SWEEnv on every instance of DATASET and grade the patches SWE-bench style.
+
+        Every input is checked before any work (one-line errors); Ctrl-C / SIGTERM stop at once, recording the
+        instances in flight as interrupted: the same command resumes.
+        """
 
         console = Console()
         settings = EvalSettings(policy, base_url=base_url, model=model, max_steps=max_steps,
@@ -43,14 +49,26 @@ def register(app: typer.Typer) -> None:
                                 repos_dir=str(repos_dir) if repos_dir else None, grade_timeout_s=timeout,
                                 direct=direct_patch)  # fmt: skip
         ids = [i.strip() for i in instances.split(",") if i.strip()]
-        todo = select_instances(load_instances(dataset), ids)
+        every = load_instances(dataset)
+        if not every:
+            raise TaskError(f"dataset {dataset!r} has no instances")
+        todo = select_instances(every, ids)
         console.print(f"{policy} on {len(todo)} instance(s) of {dataset} → {out} (oracle: {settings.oracle})")
-        report = evaluate(settings, todo, out, workers=workers, ray=ray, dataset=dataset,
-                          progress=lambda r: console.print(_line(r), highlight=False))  # fmt: skip
+        try:
+            report = evaluate(settings, todo, out, workers=workers, ray=ray, dataset=dataset,
+                              known_ids=[i.instance_id for i in every],
+                              progress=lambda r: console.print(_line(r), highlight=False))  # fmt: skip
+        except (KeyboardInterrupt, SystemExit):
+            console.print(
+                f"[yellow]stopped[/]: instances in flight recorded as interrupted; rerun to resume ({out})"
+            )
+            raise
         for table in summary_tables(report, f"{policy} on {dataset} (oracle: {settings.oracle})"):
             console.print(table)
         for error in report["errors"]:
             console.print(f"[red]infra error[/] {error['instance_id']}: {error['error']}", highlight=False)
+        if report["no_prediction_ids"]:
+            console.print(f"no prediction for {len(report['no_prediction_ids'])} instance(s) (unresolved)")
         console.print(f"predictions: {out / 'predictions.jsonl'}  report: {out / 'report.json'}")
 
 

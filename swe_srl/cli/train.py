@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from swe_srl.agent.policies import check_model_ref
 from swe_srl.train.config import load_config
 
 
@@ -38,6 +39,8 @@ def train(
 ) -> None:
     """Train a policy with SRL on expert step samples (TRL GRPO + dynamic sampling)."""
 
+    if model:  # before the training stack loads: one line, not a transformers traceback
+        check_model_ref(model, "--model")
     from swe_srl.train.run import run_training  # the training stack: torch, transformers, trl
 
     sets = list(overrides or [])

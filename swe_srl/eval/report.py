@@ -8,6 +8,12 @@ from typing import Any
 from rich.table import Table
 
 ERROR = "error"
+INTERRUPTED = "interrupted"
+"""In flight when the run was stopped (Ctrl-C, SIGTERM): a resume runs it again."""
+NO_PREDICTION = "no_prediction"
+"""``--policy predictions:FILE``: the file has no patch for this instance of the dataset."""
+UNGRADED = (ERROR, INTERRUPTED, NO_PREDICTION)
+"""Statuses without a verdict: not predictions, not in the graded rate; a resume runs them again."""
 
 
 def _rate(part: int | float, whole: int | float) -> float:
@@ -30,15 +36,16 @@ def _per_repo(records: list[dict]) -> dict[str, dict[str, Any]]:
 
 
 def build_report(records: list[dict], *, policy: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Resolved % overall (over every instance, infra errors counted as unresolved) and per repo, mean steps and
-    format-error rate (over episodes), exit reasons, infra errors listed apart, and each instance's status."""
+    """Resolved % overall (over every instance, infra errors, interrupted instances and missing predictions counted
+    as unresolved) and per repo, mean steps and format-error rate (over episodes), exit reasons, infra errors
+    listed apart, the ids of interrupted instances and of missing predictions, and each instance's status."""
     statuses = Counter(r["status"] for r in records)
     episodes = [r for r in records if r.get("exit_reason") not in (None, "direct")]
     calls = sum(r.get("steps", 0) for r in episodes)
     format_errors = sum(r.get("format_errors", 0) for r in episodes)
     errors = [{"instance_id": r["instance_id"], "exit_reason": r.get("exit_reason"), "error": r.get("error")}
               for r in records if r["status"] == ERROR]  # fmt: skip
-    graded = len(records) - len(errors)
+    graded = sum(r["status"] not in UNGRADED for r in records)
     return {
         "policy": policy,
         **(meta or {}),
@@ -53,13 +60,19 @@ def build_report(records: list[dict], *, policy: str, meta: dict[str, Any] | Non
         "statuses": dict(statuses),
         "exit_reasons": dict(Counter(r.get("exit_reason") for r in records)),
         "errors": errors,
-        "resolved_ids": sorted(r["instance_id"] for r in records if r["status"] == "resolved"),
+        "resolved_ids": _ids(records, "resolved"),
+        "interrupted_ids": _ids(records, INTERRUPTED),
+        "no_prediction_ids": _ids(records, NO_PREDICTION),
         "per_instance": {r["instance_id"]: r["status"] for r in records},
         "instances": {
             r["instance_id"]: {key: r.get(key) for key in ("status", "exit_reason", "steps", "format_errors")}
             for r in records
         },
     }
+
+
+def _ids(records: list[dict], status: str) -> list[str]:
+    return sorted(r["instance_id"] for r in records if r["status"] == status)
 
 
 def summary_tables(report: dict[str, Any], title: str) -> list:

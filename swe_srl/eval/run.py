@@ -10,18 +10,21 @@ record (trajectory and log included). The driver writes every result as it arriv
     OUT/predictions.jsonl         SWE-bench predictions of all finished instances (rewritten)
     OUT/report.json               see :func:`swe_srl.eval.report.build_report` (rewritten)
 
-Resume: a rerun skips instances whose ``results/<id>.json`` holds a non-error status; infra/policy errors are run
-again. Worker layout: scripted and served policies run one episode per spawned process (``--workers N``) or per Ray
+Resume: a rerun skips instances whose ``results/<id>.json`` holds a verdict; infra/policy errors and instances that
+were in flight when the run was stopped (Ctrl-C, SIGTERM: recorded as ``interrupted``) are run again. Stopping
+ends the workers at once (their sandboxes are closed) instead of waiting for the episodes in flight. Worker layout: scripted and served policies run one episode per spawned process (``--workers N``) or per Ray
 task; an in-process HF model runs in threads (``LocalExecutor(processes=False)``) sharing one loaded copy per
 process, and on Ray each worker process keeps its copy for the tasks it runs (see :func:`policy_for`).
 
 ``direct=True`` (gold/empty only) grades the patch without an episode: ``swe-srl tasks validate`` uses it to check
 the tasks and the harness independently of the agent stack, with one container per instance instead of two.
+``predictions:FILE`` grades the patches of a SWE-bench predictions file of any system the same way (the offline
+``run_evaluation``); instances without a prediction are reported as ``no_prediction``, a changed prediction is graded
+again on resume. Every input is checked before any work (policy spec, predictions, output folder).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -30,19 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.agent.loop import AgentConfig, run_episode
-from swe_srl.agent.policies import make_policy
+from swe_srl.agent.policies import check_policy_spec, make_policy
 from swe_srl.benchmark.instances import Instance
 from swe_srl.env.swe_env import SWEEnv
 from swe_srl.errors import ConfigError, PolicyError
-from swe_srl.eval.report import build_report
+from swe_srl.eval.predictions import Prediction, predictions_path, read_predictions
+from swe_srl.eval.report import ERROR, INTERRUPTED, NO_PREDICTION
+from swe_srl.eval.rundir import RunDir
 from swe_srl.grading.runner import grade
 from swe_srl.infra.executor import LocalExecutor, Task, TaskFailed, make_executor
 from swe_srl.infra.sandbox.base import Limits
-from swe_srl.paths import atomic_write_text
 from swe_srl.trajectories.oracle import oracle_setting
-from swe_srl.trajectories.schema import Trajectory, write_jsonl
 
-ERROR = "error"
 _POLICIES: dict[tuple, Any] = {}
 _POLICIES_LOCK = threading.Lock()
 
@@ -52,7 +54,7 @@ class EvalSettings:
     """What one evaluation run does to each instance (picklable: shipped with every task)."""
 
     policy: str
-    """``gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai``."""
+    """``gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai | predictions:FILE``."""
     base_url: str | None = None
     model: str | None = None
     max_steps: int = 50
@@ -128,12 +130,16 @@ def _episode(instance: Instance, settings: EvalSettings) -> dict[str, Any]:
     }
 
 
-def eval_instance(instance: Instance, settings: EvalSettings) -> dict[str, Any]:
-    """One instance end to end → its record (never raises for a failing episode or grading: status ``error``)."""
+def eval_instance(instance: Instance, settings: EvalSettings, patch: str | None = None) -> dict[str, Any]:
+    """One instance end to end → its record (never raises for a failing episode or grading: status ``error``).
+
+    ``patch``: grade it directly, without an episode (a prediction); ``settings.direct``: the gold or empty patch.
+    """
 
     started = time.monotonic()
-    if settings.direct:
+    if patch is None and settings.direct:
         patch = instance.patch if settings.policy == "gold" else ""
+    if patch is not None:
         episode = {"exit_reason": "direct", "error": None, "patch": patch, "trajectory": None}
     else:
         try:
@@ -169,43 +175,6 @@ def _path(value: str | Path | None) -> Path | None:
     return Path(value) if value else None
 
 
-class RunDir:
-    """The output folder of one evaluation: finished records, atomic per-instance writes, predictions, report."""
-
-    def __init__(self, out: Path) -> None:
-        self.out = Path(out)
-
-    def finished(self) -> dict[str, dict]:
-        """Records of finished instances (infra errors excluded: they are run again)."""
-        done = {}
-        for path in sorted((self.out / "results").glob("*.json")):
-            record = json.loads(path.read_text())
-            if record.get("status") != ERROR:
-                done[record["instance_id"]] = record
-        return done
-
-    def write(self, record: dict[str, Any]) -> dict[str, Any]:
-        """Trajectory, log, then the result (the finished marker); returns the record without log/trajectory."""
-
-        iid, record = record["instance_id"], dict(record)
-        trajectory, log = record.pop("trajectory", None), record.pop("log", "")
-        if trajectory is not None:
-            write_jsonl(self.out / "trajectories" / f"{iid}.jsonl", [Trajectory.from_dict(trajectory)])
-        atomic_write_text(self.out / "logs" / f"{iid}.log", log)
-        atomic_write_text(self.out / "results" / f"{iid}.json", json.dumps(record, indent=1))
-        return record
-
-    def publish(self, records: list[dict], name: str, meta: dict[str, Any]) -> dict[str, Any]:
-        """Rewrite predictions.jsonl (finished instances) and report.json from ``records`` (dataset order)."""
-
-        predictions = [{"instance_id": r["instance_id"], "model_name_or_path": name,
-                        "model_patch": r["model_patch"]} for r in records if r["status"] != ERROR]  # fmt: skip
-        atomic_write_text(self.out / "predictions.jsonl", "".join(json.dumps(p) + "\n" for p in predictions))
-        report = build_report(records, policy=name, meta=meta)
-        atomic_write_text(self.out / "report.json", json.dumps(report, indent=2))
-        return report
-
-
 def make_eval_executor(settings: EvalSettings, workers: int, ray: str | None):
     """Ray when asked; locally, spawned processes, or threads for an in-process HF model (one copy in memory)."""
 
@@ -223,42 +192,82 @@ def evaluate(
     ray: str | None = None,
     dataset: str = "",
     progress: Callable[[dict], None] | None = None,
+    known_ids: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate ``settings.policy`` on ``instances`` into ``out`` (resumable); returns the report."""
+    """Evaluate ``settings.policy`` on ``instances`` into ``out`` (resumable); returns the report.
+
+    ``known_ids``: every id of the dataset when ``instances`` is a selection (a prediction for another id is an
+    error). Bad input raises before any work; Ctrl-C / SIGTERM record the instances in flight as ``interrupted``.
+    """
     settings = EvalSettings(settings) if isinstance(settings, str) else settings
+    check_policy_spec(settings.policy, base_url=settings.base_url, model=settings.model)
     run = RunDir(out)
+    source = predictions_path(settings.policy)
+    preds = read_predictions(source, known_ids or [i.instance_id for i in instances]) if source else None
     done = run.finished()
-    todo = [i for i in instances if i.instance_id not in done]
-    name = policy_name(settings)
+    if preds is not None:  # a prediction that changed since its grading is graded again
+        done = {k: r for k, r in done.items() if k in preds and r["model_patch"] == preds[k].model_patch}
+    name = _name(settings, preds)
+    missing = {i.instance_id: _unfinished(i, NO_PREDICTION, "no patch for it in the predictions file")
+               for i in instances if preds is not None and i.instance_id not in preds}  # fmt: skip
+    todo = [i for i in instances if i.instance_id not in done and i.instance_id not in missing]
     meta = {"dataset": dataset, "oracle": settings.oracle, "settings": asdict(settings), "resumed": len(done)}
     records: dict[str, dict] = {
         i.instance_id: done[i.instance_id] for i in instances if i.instance_id in done
     }
+    records |= missing
+
+    def publish() -> dict[str, Any]:
+        return run.publish(
+            [records[i.instance_id] for i in instances if i.instance_id in records], name, meta
+        )
 
     def on_result(key: str, record: dict) -> None:
+        if preds is not None and key in preds:
+            record = {**record, "model_name_or_path": preds[key].model_name_or_path}
         records[key] = run.write(record)
-        ordered = [records[i.instance_id] for i in instances if i.instance_id in records]
-        run.publish(ordered, name, meta)
+        publish()
         if progress:
             progress(records[key])
 
     if todo:
-        tasks = [Task(i.instance_id, eval_instance, (i, settings)) for i in todo]
+        by_id = {i.instance_id: i for i in todo}
+        tasks = [Task(i.instance_id, eval_instance, (i, settings, _patch(i, preds))) for i in todo]
         with make_eval_executor(settings, workers, ray) as executor:
             try:
                 executor.map(tasks, on_result=on_result)
             except TaskFailed as exc:  # workers died too often: those instances are infra errors
                 for key, error in exc.errors.items():
-                    instance = next(i for i in todo if i.instance_id == key)
-                    on_result(key, _lost(instance, error))
-    ordered = [records[i.instance_id] for i in instances if i.instance_id in records]
-    return run.publish(ordered, name, meta)
+                    on_result(key, _unfinished(by_id[key], ERROR, f"{type(error).__name__}: {error}"))
+            except (
+                KeyboardInterrupt,
+                SystemExit,
+            ):  # stopped: the workers are gone; a resume runs these again
+                meta["interrupted"] = True
+                for key in sorted(executor.in_flight):
+                    on_result(key, _unfinished(by_id[key], INTERRUPTED, "the run was stopped while it ran"))
+                publish()
+                raise
+    return publish()
 
 
-def _lost(instance: Instance, error: BaseException) -> dict[str, Any]:
-    return {"instance_id": instance.instance_id, "repo": instance.repo, "model_patch": "", "status": ERROR,
-            "exit_reason": "infra_error", "error": f"{type(error).__name__}: {error}", "steps": 0,
-            "format_errors": 0, "tests": {}, "log": "", "trajectory": None}  # fmt: skip
+def _patch(instance: Instance, preds: dict[str, Prediction] | None) -> str | None:
+    return preds[instance.instance_id].model_patch if preds is not None else None
+
+
+def _unfinished(instance: Instance, status: str, error: str) -> dict[str, Any]:
+    """The record of an instance without a verdict (``status`` is also its exit reason; infra errors excepted)."""
+    why = "infra_error" if status == ERROR else status
+    return {"instance_id": instance.instance_id, "repo": instance.repo, "model_patch": "", "status": status,
+            "exit_reason": why, "error": error, "steps": 0, "format_errors": 0, "tests": {}, "log": "",
+            "trajectory": None}  # fmt: skip
+
+
+def _name(settings: EvalSettings, preds: dict[str, Prediction] | None) -> str:
+    """The report's policy name: the systems of a predictions file, else :func:`policy_name`."""
+    if preds is None:
+        return policy_name(settings)
+    return ", ".join(sorted({p.model_name_or_path for p in preds.values()} - {""})) or settings.policy
 
 
 def policy_name(settings: EvalSettings) -> str:

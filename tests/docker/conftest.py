@@ -61,8 +61,11 @@ def _leaked(client, since: float) -> list:
     from swe_srl.infra.sandbox.janitor import orphan_reason
 
     mine = []
-    for container in client.containers.list(all=True, filters={"label": "swe-srl.owner=swe-srl"}):
-        labels = container.labels
+    # sparse: no inspect of each container, which fails for one that removed itself meanwhile
+    for container in client.containers.list(
+        all=True, sparse=True, filters={"label": "swe-srl.owner=swe-srl"}
+    ):
+        labels = container.attrs.get("Labels") or {}
         if labels.get("swe-srl.pid") == str(os.getpid()) or orphan_reason(
             labels, older_than_h=None, everything=False
         ):
@@ -84,4 +87,4 @@ def no_container_left() -> Iterator[None]:
     leaked = _leaked(client, since)
     for container in leaked:
         container.remove(force=True)
-    assert not leaked, f"swe-srl containers left behind: {[c.name for c in leaked]}"
+    assert not leaked, f"swe-srl containers left behind: {[c.id[:12] for c in leaked]}"

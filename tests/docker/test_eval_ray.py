@@ -101,8 +101,11 @@ def _kill_first_episode_worker(docker_engine, killed: list[tuple[int, str]]) -> 
     """SIGKILL the Ray worker process that started the first episode container (found by its pid label)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        for container in docker_engine.containers.list(filters={"label": "swe-srl.owner=swe-srl"}):
-            pid = int(container.labels.get("swe-srl.pid", "0"))
+        # sparse: no inspect of each container, which fails for one removed meanwhile (other runs' too)
+        for container in docker_engine.containers.list(
+            sparse=True, filters={"label": "swe-srl.owner=swe-srl"}
+        ):
+            pid = int((container.attrs.get("Labels") or {}).get("swe-srl.pid", "0"))
             if pid != os.getpid() and _is_ray_worker(pid):
                 os.kill(pid, signal.SIGKILL)
                 killed.append((pid, container.id))

@@ -29,7 +29,10 @@ pytestmark = pytest.mark.docker
 
 
 def swe_containers(client) -> set[str]:
-    return {c.id for c in client.containers.list(all=True, filters={"label": "swe-srl.owner=swe-srl"})}
+    return {
+        c.id
+        for c in client.containers.list(all=True, sparse=True, filters={"label": "swe-srl.owner=swe-srl"})
+    }
 
 
 def test_labels_and_idempotent_close(tiny_image: str, docker_engine) -> None:

@@ -305,5 +305,8 @@ def test_hf_policy_answers_a_batch_in_one_generate(tmp_path: Path) -> None:
 
 def test_hf_policy_names_a_missing_model(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    with pytest.raises(PolicyError, match="cannot load model"):
+    with pytest.raises(PolicyError, match="no-model' does not exist"):  # before transformers is asked
         make_policy(f"hf:{tmp_path / 'no-model'}")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PolicyError, match="holds no saved model"):
+        make_policy(f"hf:{tmp_path / 'empty'}")

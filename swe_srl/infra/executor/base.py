@@ -7,6 +7,9 @@ function plus picklable arguments, keyed by a unique id (the instance id). ``Exe
     with make_executor(ray=None, workers=4) as ex:          # or ray="auto" / "ray://head:10001"
         results = ex.map([Task(i.instance_id, run_one, (i, seed)) for i in instances])
 
+Stopping: an exception out of ``map`` (Ctrl-C, SIGTERM turned into ``SystemExit``) ends the tasks in flight without
+waiting for them; their keys stay in ``Executor.in_flight`` so the caller can record them.
+
 Faults: a worker process killed mid-task is retried on another worker (the local pool restarts its processes;
 Ray resubmits it, ``max_retries``); each key is delivered exactly once. An exception raised *by the task itself*
 is not retried: it is collected and raised as :class:`TaskFailed` after every other task finished. Containers
@@ -76,6 +79,8 @@ class Executor:
             raise ConfigError(f"workers={workers}: need at least one worker")
         self.workers, self.max_retries = workers, max_retries
         self.stats = RunStats()
+        self.in_flight: set[str] = set()
+        """Keys of the tasks running now; after ``map`` was stopped (Ctrl-C), those that never finished."""
 
     def map(
         self,
@@ -93,7 +98,7 @@ class Executor:
         if len(set(keys)) != len(keys):
             dup = next(k for k in keys if keys.count(k) > 1)
             raise ConfigError(f"task key {dup!r} appears more than once; keys must be unique (instance ids)")
-        self.stats = RunStats()
+        self.stats, self.in_flight = RunStats(), set()
         results: dict[str, Any] = {}
         errors: dict[str, BaseException] = {}
         with _progress(progress, len(tasks), self.name) as advance:

@@ -78,6 +78,18 @@ class RayExecutor(Executor):
         remote = ray.remote(call_task)
         opts = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
         pending, inflight = deque(tasks), {}
+        try:
+            self._loop(ray, remote, opts, pending, inflight, deliver, fail)
+        except (
+            BaseException
+        ):  # stopped (Ctrl-C): cancel the tasks in flight (KeyboardInterrupt in each) and go
+            for ref in inflight:
+                ray.cancel(ref)
+            raise
+
+    def _loop(
+        self, ray, remote, opts, pending: deque, inflight: dict, deliver: Callable, fail: Callable
+    ) -> None:
         while pending or inflight:
             while pending and len(inflight) < self.workers:
                 task = pending.popleft()
@@ -85,9 +97,11 @@ class RayExecutor(Executor):
                     task.fn, task.args, dict(task.kwargs)
                 )
                 inflight[ref] = task
+                self.in_flight.add(task.key)
             ready, _ = ray.wait(list(inflight), num_returns=1)
             for ref in ready:
                 task = inflight.pop(ref)
+                self.in_flight.discard(task.key)
                 try:
                     value, worker = ray.get(ref)
                 except ray.exceptions.RayTaskError as exc:  # the task raised: its own exception, not retried

@@ -1,6 +1,6 @@
 """The Docker backend: one container per episode, a persistent bash over a pipe, a control shell beside it.
 
-PID 1 of the container is a bash loop (``while :; do sleep 86400 & wait; done``, no ``--init``): the kernel never
+PID 1 of the container is bash reading its stdin until EOF (``tether.py``, no ``--init``): the kernel never
 delivers a signal from inside the container to PID 1, so ``kill -9 -1`` or ``pkill -9 bash`` cannot stop the
 container, and it reaps orphans. Limits (memory+swap, CPUs, pids, network) come from ``spec.limits``; the disk budget
 (``Limits.disk``) is a file-size rlimit in the session plus polling of the writable layer's size while a command
@@ -13,6 +13,9 @@ only a container that is really gone is ``ContainerDied``.
 ``diff()`` / ``patch()`` run in the control shell (``patching.py``): no ``docker exec``. ``exec_count`` counts every
 ``docker exec`` this sandbox made (shell starts included). ``diff()`` on a deleted workdir (``rm -rf /testbed``)
 returns ``""``: there is nothing left to diff.
+
+The container ends with this process, however it dies (SIGKILL included): PID 1's stdin is a socket only this
+process holds, and the container is auto-removed (``tether.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from swe_srl.infra.sandbox.patching import RepoBroken, diff_in, pristine_patch
 from swe_srl.infra.sandbox.session import Shell, ShellEOF, ShellExpired, ShellStopped
 from swe_srl.infra.sandbox.shells import STARTUP_S, ShellKeeper
 from swe_srl.infra.sandbox.slots import start_slot
+from swe_srl.infra.sandbox.tether import release, run_tethered
 
 DEFAULT_ENV = {
     "PAGER": "cat",
@@ -41,7 +45,6 @@ DEFAULT_ENV = {
     "TERM": "dumb",
     "PIP_PROGRESS_BAR": "off",
 }
-PID1 = "while :; do sleep 86400 & wait $!; done"
 MIN_MEMORY = 8 << 20
 DISK_CHECK_S = 0.5
 PIDS_FULL = 0.9
@@ -58,6 +61,7 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
         self.exec_count = 0
         """``docker exec`` calls made so far (each shell start is one; commands and diffs are none)."""
         self._container = None
+        self._stdin = None
         self._session: Shell | None = None
         self._control: Shell | None = None
         self._cwd = spec.workdir
@@ -91,11 +95,10 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
             ) from None
         try:
             with start_slot():  # back-pressure: $SWE_SRL_MAX_STARTS container starts per node (executor.py)
-                self._container = client.containers.run(
+                self._container, self._stdin = run_tethered(
+                    client,
                     self.spec.image,
-                    ["bash", "-c", PID1],
                     entrypoint=[],
-                    detach=True,
                     name=f"swe-srl-{uuid.uuid4().hex[:12]}",
                     labels={**self.spec.labels, **janitor.container_labels(self.spec.run_id)},
                     mem_limit=limits.memory_bytes,
@@ -145,6 +148,7 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
             # Already gone, or the engine is down: the janitor reaps it later.
             with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
                 self._container.remove(force=True)
+        release(self._stdin)  # after the removal: close() returns with the container gone
 
     def __enter__(self) -> DockerSandbox:
         return self.start()

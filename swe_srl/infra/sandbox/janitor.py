@@ -1,5 +1,11 @@
 """No leaks: container labels, a registry of live sandboxes closed at exit/SIGTERM, and the janitor for dead runs.
 
+Without any of these a container still ends with its owner process (``tether.py``): its PID 1 reads a stdin socket
+only the owner holds; when the owner dies (SIGKILL included) the kernel closes it, PID 1 exits and the engine removes
+the auto-removed container. The registry
+closes them sooner and cleanly (atexit, SIGTERM via :func:`install_sigterm_handler`, a stopped executor's task
+threads via :func:`stop_threads`); the janitor (:func:`reap`) is for engines that were down meanwhile.
+
 Every swe-srl container carries ``swe-srl.owner=swe-srl``, ``swe-srl.run-id``, ``swe-srl.pid``, ``swe-srl.host``
 and ``swe-srl.created-at`` (unix seconds). ``reap()`` removes those whose creating process is gone (same host),
 that are older than a given age, or all of them.
@@ -20,12 +26,15 @@ from typing import Protocol
 
 import docker
 
+from swe_srl.errors import SandboxError
 from swe_srl.infra.engine import docker_client
 
 OWNER_LABEL = "swe-srl.owner"
 OWNER = "swe-srl"
-RUN_ID = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-"""This process's run id (the default ``swe-srl.run-id`` label)."""
+RUN_ID_ENV = "SWE_SRL_RUN_ID"
+RUN_ID = os.environ.get(RUN_ID_ENV) or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+"""This process's run id (the default ``swe-srl.run-id`` label): ``$SWE_SRL_RUN_ID`` when set, else unique; the
+workers of a local executor take their driver's (``executor.lifeline``), so one label names a whole run."""
 
 
 def container_labels(run_id: str | None = None) -> dict[str, str]:
@@ -43,19 +52,32 @@ class _Closable(Protocol):
     def close(self) -> None: ...
 
 
-_live: dict[int, _Closable] = {}
+_live: dict[int, tuple[_Closable, str]] = {}
+"""Live sandboxes of this process, with the name of the thread that started each."""
+_stopped: set[str] = set()
+"""Thread-name prefixes of stopped executors: sandboxes their threads start are closed at once."""
 _lock = threading.Lock()
 _atexit_installed = False
 
 
 def register(sandbox: _Closable) -> None:
-    """Track a started sandbox so it is closed at interpreter exit (also after SIGTERM, see below)."""
+    """Track a started sandbox so it is closed at interpreter exit (also after SIGTERM, see below).
+
+    In a thread of a stopped executor (:func:`stop_threads`) the sandbox is closed at once and ``SandboxError``
+    raised: the run was stopped, no new work starts.
+    """
     global _atexit_installed
+    thread = threading.current_thread().name
     with _lock:
-        _live[id(sandbox)] = sandbox
+        stopped = any(thread.startswith(prefix) for prefix in _stopped)
+        if not stopped:
+            _live[id(sandbox)] = (sandbox, thread)
         if not _atexit_installed:
             atexit.register(close_all)
             _atexit_installed = True
+    if stopped:
+        sandbox.close()
+        raise SandboxError(f"the run of thread {thread} was stopped; no new sandbox starts there")
 
 
 def unregister(sandbox: _Closable) -> None:
@@ -63,12 +85,20 @@ def unregister(sandbox: _Closable) -> None:
         _live.pop(id(sandbox), None)
 
 
-def close_all() -> None:
-    """Close every live sandbox of this process (idempotent)."""
+def close_all(thread_prefix: str = "") -> None:
+    """Close every live sandbox of this process, or those started by threads named ``thread_prefix…`` (idempotent)."""
     with _lock:
-        live = list(_live.values())
+        live = [sandbox for sandbox, thread in _live.values() if thread.startswith(thread_prefix)]
     for sandbox in live:
         sandbox.close()
+
+
+def stop_threads(thread_prefix: str) -> None:
+    """A stopped executor: close the sandboxes of its task threads (their episodes end with an error at once) and
+    refuse the sandboxes they would start next (grading after the episode)."""
+    with _lock:
+        _stopped.add(thread_prefix)
+    close_all(thread_prefix)
 
 
 def install_sigterm_handler() -> None:
@@ -115,13 +145,18 @@ def reap(*, older_than_h: float | None = None, everything: bool = False) -> list
 
     reaped = []
     client = docker_client()
-    for container in client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={OWNER}"}):
-        reason = orphan_reason(container.labels, older_than_h=older_than_h, everything=everything)
+    # sparse: no inspect per container, which fails for one that ends meanwhile (they remove themselves)
+    for container in client.containers.list(
+        all=True, sparse=True, filters={"label": f"{OWNER_LABEL}={OWNER}"}
+    ):
+        labels = container.attrs.get("Labels") or {}
+        reason = orphan_reason(labels, older_than_h=older_than_h, everything=everything)
         if reason is None:
             continue
         try:
             container.remove(force=True)
         except docker.errors.NotFound:
             continue
-        reaped.append(Reaped(container.id, container.name, reason))
+        name = (container.attrs.get("Names") or [container.id[:12]])[0].lstrip("/")
+        reaped.append(Reaped(container.id, name, reason))
     return reaped

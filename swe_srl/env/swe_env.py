@@ -37,7 +37,8 @@ from swe_srl.infra.sandbox.base import ExecResult, Limits
 from swe_srl.infra.sandbox.docker import DockerSandbox
 from swe_srl.infra.sandbox.factory import sandbox_spec
 from swe_srl.rewards import EFFECT_MODES, score_output
-from swe_srl.rewards.effect_sandbox import SandboxEffect, step_inputs
+from swe_srl.rewards.effect_inputs import step_inputs
+from swe_srl.rewards.effect_sandbox import SandboxEffect
 from swe_srl.trajectories.expert_state import expert_states, restore
 from swe_srl.trajectories.oracle import oracle_windows
 

@@ -25,11 +25,11 @@ from swe_srl.benchmark.instances import Instance, load_instances
 from swe_srl.benchmark.verdicts import is_test_file
 from swe_srl.errors import ConfigError
 from swe_srl.grading.runner import run_tests
-from swe_srl.infra.recipes import instance_executables
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.effect import EFFECT_MODES
 from swe_srl.rewards.effect_box import EffectBox, Tainted
+from swe_srl.rewards.effect_inputs import step_inputs
 from swe_srl.rewards.effect_score import (
     ActionFacts,
     Delta,
@@ -228,14 +228,7 @@ class SandboxEffect:
         pre_diff, cwd = state.before(step)
         box = self._reset(instance, fresh, pre_diff, cwd)
         facts, tested = box.act(action, box.tree_of(pre_diff), lambda p: is_test_file(p, instance))
-        return {
-            "tree": facts.tree,
-            "tested": tested,
-            "full": facts.full.to_dict(),
-            "delta": facts.delta.to_dict(),
-            "exit_code": facts.exit_code,
-            "python_ok": facts.python_ok,
-        }
+        return {**facts.to_dict(), "tested": tested}
 
     def _tests(
         self, instance: Instance, box: EffectBox, tree: str, kind: str = "test-outcomes"
@@ -282,19 +275,17 @@ class SandboxEffect:
                 fresh["box"].close()
 
     def _evaluate(self, instance, traj, state, step, action, fresh) -> EffectResult:
+        if (
+            action == traj.steps[step].action
+        ):  # its tree is the expert's state after the step, recorded by the replay
+            return EffectResult(1.0, True, True, None, {}, cached=True)
         expert = self._expert(instance, traj, state, step, fresh)
         key = (instance.instance_id, expert.pre, state.before(step)[1], action)
         record, ran = self._load("action-facts", *key), False
         if record is None:
             record, ran = self._act(instance, state, step, action, fresh), True
             self._store(record, "action-facts", *key)
-        facts = ActionFacts(
-            record["tree"],
-            Delta.from_dict(record["full"]),
-            Delta.from_dict(record["delta"]),
-            record["exit_code"],
-            record["python_ok"],
-        )
+        facts = ActionFacts.from_dict(record)
         outcomes: dict[str, str] = {}
         agreement = None
         if needs_tests(facts, expert):
@@ -312,13 +303,3 @@ class SandboxEffect:
         value = effect_value(facts, expert, lambda p: is_test_file(p, instance), agreement)
         identical = facts.tree == expert.post
         return EffectResult(value, identical, facts.python_ok, facts.tree, outcomes, cached=not ran)
-
-
-def step_inputs(
-    instance: Instance, traj: Trajectory, step: int, *, repos_dir: Path | None = None
-) -> tuple[frozenset[str], frozenset[str]]:
-    """(executables of the instance image, files the expert's steps before ``step`` created): the syntax layer's
-    ``StepContext.executables`` / ``created_files`` where an instance and its expert trajectory are known."""
-    state = expert_states(traj, instance, repos_dir=repos_dir)
-    created = created_files(state, min(step, len(state.diffs)))
-    return instance_executables(instance, repos_dir=repos_dir), created

@@ -104,6 +104,15 @@ class ActionFacts:
     exit_code: int
     python_ok: bool = True
 
+    def to_dict(self) -> dict:
+        return {"tree": self.tree, "full": self.full.to_dict(), "delta": self.delta.to_dict(),
+                "exit_code": self.exit_code, "python_ok": self.python_ok}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> ActionFacts:
+        full, delta = Delta.from_dict(data["full"]), Delta.from_dict(data["delta"])
+        return cls(data["tree"], full, delta, data["exit_code"], data["python_ok"])
+
 
 def destructive(action: ActionFacts, expert: ExpertFacts) -> bool:
     """The action destroyed the repository, or deleted a file the expert's step keeps and no earlier step made."""

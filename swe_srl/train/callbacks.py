@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 
 from swe_srl.paths import atomic_write_bytes
+from swe_srl.train.heldout import greedy_outputs
 
 # metric key in TRL's logs → panel title
 PLOTTED = {
@@ -22,6 +23,7 @@ PLOTTED = {
     "completions/mean_length": "completion length",
     "format_error_rate": "format-error rate",
 }
+KEPT = "dynamic_sampling/kept_ratio"
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
@@ -31,37 +33,60 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def plot_metrics(metrics_path: Path, png_path: Path) -> Path:
-    """Plot reward / KL / entropy / completion length / format-error rate (and eval reward) against step."""
+def plot_metrics(metrics_path: Path, png_path: Path, heldout: dict[str, Any] | None = None) -> Path:
+    """Plot reward / KL / entropy / completion length / format-error rate (and eval reward), the reward layers and
+    the dynamic-sampling kept ratio against step; with ``heldout`` (the held-out report) a bar panel of the final
+    policy, the starting policy and the baselines on the test split under both rewards."""
 
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records = [r for r in read_metrics(metrics_path) if "reward" in r or "eval/mean_reward" in r]
-    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 3.2))
-    for ax, (key, title) in zip(axes, PLOTTED.items(), strict=True):
-        points = [
-            (r["step"], r[key])
-            for r in records
-            if isinstance(r.get(key), int | float) and math.isfinite(r[key])
-        ]
-        if points:
-            ax.plot(*zip(*points, strict=True), label="train")
+    records = read_metrics(metrics_path)
+    layers = sorted({k for r in records for k in r if k.startswith("reward_components/")})
+    panels = [*PLOTTED.items(), ("layers", "reward layers (train)"), (KEPT, "dynamic sampling: kept ratio")]
+    count = len(panels) + (1 if heldout and heldout.get("means") else 0)
+    fig, axes = plt.subplots(1, count, figsize=(4 * count, 3.2))
+    for ax, (key, title) in zip(axes, panels, strict=False):
+        for name in layers if key == "layers" else [key]:
+            points = [
+                (r["step"], r[name])
+                for r in records
+                if isinstance(r.get(name), int | float) and math.isfinite(r[name])
+            ]
+            if points:
+                ax.plot(*zip(*points, strict=True), label=name.split("/")[-1] if key == "layers" else "train")
         if key == "reward":
             evals = [(r["step"], r["eval/mean_reward"]) for r in records if "eval/mean_reward" in r]
             if evals:
                 ax.plot(*zip(*evals, strict=True), "o--", label="held-out (greedy)")
+        if key in ("reward", "layers") and ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
         ax.set_title(title)
         ax.set_xlabel("step")
+    if count > len(panels):
+        _heldout_bars(axes[-1], heldout)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=80)
     plt.close(fig)
     atomic_write_bytes(png_path, buffer.getvalue())
     return png_path
+
+
+def _heldout_bars(ax, heldout: dict[str, Any]) -> None:
+    names = list(heldout["means"])
+    for offset, mode in ((-0.2, "srl"), (0.2, "layered")):
+        ax.bar(
+            [i + offset for i in range(len(names))],
+            [heldout["means"][n][mode] for n in names],
+            0.4,
+            label=mode,
+        )
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
+    ax.set_title(f"held-out test split ({heldout['samples']} samples)")
+    ax.legend(fontsize=7)
 
 
 class MetricsCallback(TrainerCallback):
@@ -100,35 +125,13 @@ def greedy_eval(
     model, tokenizer, rows: list[dict[str, Any]], reward_func, max_new_tokens: int, batch_size: int
 ):
     """Mean reward of greedy completions on ``rows`` (NaN/None rewards are left out)."""
-    import torch
-
-    was_training, side = model.training, tokenizer.padding_side
-    model.eval()
-    tokenizer.padding_side = "left"
-    scores: list[float] = []
-    try:
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start : start + batch_size]
-            texts = [
-                tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False)
-                for r in chunk
-            ]
-            enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
-                model.device
-            )
-            with torch.no_grad():
-                out = model.generate(
-                    **enc, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id
-                )
-            completions = tokenizer.batch_decode(
-                out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True
-            )
-            columns = {k: [r[k] for r in chunk] for k in chunk[0] if k != "prompt"}
-            rewards = reward_func([r["prompt"] for r in chunk], completions, **columns)
-            scores.extend(float(x) for x in rewards if x is not None and math.isfinite(float(x)))
-    finally:
-        model.train(was_training)
-        tokenizer.padding_side = side
+    if not rows:
+        return float("nan")
+    prompts = [r["prompt"] for r in rows]
+    completions = greedy_outputs(model, tokenizer, prompts, max_new_tokens, batch_size, prefix="")
+    columns = {k: [r[k] for r in rows] for k in rows[0] if k != "prompt"}
+    rewards = reward_func(prompts, completions, **columns)
+    scores = [float(x) for x in rewards if x is not None and math.isfinite(float(x))]
     return sum(scores) / len(scores) if scores else float("nan")
 
 

@@ -15,11 +15,18 @@ from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
 from swe_srl.rewards.effect_sandbox import SandboxEffect
-from swe_srl.train.callbacks import HeldOutEvalCallback, MetricsCallback, RichProgressCallback, read_metrics
+from swe_srl.train.callbacks import (
+    HeldOutEvalCallback,
+    MetricsCallback,
+    RichProgressCallback,
+    plot_metrics,
+    read_metrics,
+)
 from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig
 from swe_srl.train.data import guard_eval_instances, read_samples, split_rows, to_dataset
 from swe_srl.train.fitting import fit_rows
+from swe_srl.train.heldout import greedy_outputs, heldout_report, report_table
 from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
 from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_refill_state, resume_metrics
 from swe_srl.train.rlvr_run import run_rlvr
@@ -131,7 +138,21 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     )
     trainer.remove_callback(PrinterCallback)  # the rich bar + metrics.jsonl replace printed dicts
     trainer.add_callback(RefillStateCallback(trainer))
+    trainer.fit_prompt_tokens = max_prompt  # the held-out report fits every test prompt the same way
     return trainer, evaluator
+
+
+def heldout_outputs(config: TrainConfig, trainer, test_rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """Every test row fitted as the model sees it, and the greedy outputs of ``trainer.model`` as it is now."""
+    tokenizer = trainer.processing_class
+    rows = (
+        fit_rows(test_rows, trainer.fit_prompt_tokens, tokenizer) if trainer.fit_prompt_tokens else test_rows
+    )
+    prompts = [r["prompt"] for r in rows]
+    size = trainer.args.max_completion_length
+    return rows, greedy_outputs(
+        trainer.model, tokenizer, prompts, size, config.eval.batch_size, trainer.format_prefix
+    )
 
 
 def _warmup_summary(model_dir: Path) -> dict[str, Any]:
@@ -227,11 +248,21 @@ def run_training(
         return model_card(config, trainer.args, base, data, summary or partial, command)
 
     trainer.model_card = card
+    # the starting policy's outputs on every test sample, before any step (on resume: the run's starting model)
+    fitted_test, initial_outputs = heldout_outputs(config, trainer, test_rows)
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
     counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}
     summary = summarize(config, trainer, evaluator, {**counts, "test_samples": len(test_rows)})
+    _, final_outputs = heldout_outputs(config, trainer, test_rows)
+    tokenizer = trainer.processing_class
+    summary["heldout"] = heldout_report(
+        out, train_rows, fitted_test, tokenizer, initial_outputs, final_outputs
+    )
+    plot_metrics(out / "metrics.jsonl", out / "training_curves.png", summary["heldout"])
+    if console is not None and test_rows:
+        console.print(report_table(summary["heldout"]))
     summary["wall_time_s"] = round(time.monotonic() - started, 1)
     summary["command"] = command
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")

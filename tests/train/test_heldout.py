@@ -1,0 +1,75 @@
+"""The held-out report: heldout.jsonl lines re-score to their recorded rewards; baselines and intervals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from swe_srl.core.actions import format_output  # noqa: E402
+from swe_srl.core.prompts import build_messages  # noqa: E402
+from swe_srl.rewards import score_output  # noqa: E402
+from swe_srl.train.heldout import REWARDS, heldout_report, report_table  # noqa: E402
+from swe_srl.train.tiny import build_tokenizer  # noqa: E402
+
+pytestmark = pytest.mark.train
+
+ACTIONS = [
+    "ls",
+    "grep -rn 'def add' calc",
+    "sed -n '1,20p' calc/core.py",
+    "python -m pytest tests -q",
+    "submit",
+]
+
+
+def _rows(traj: str, split: str) -> list[dict]:
+    rows, history = [], []
+    for step, action in enumerate(ACTIONS):
+        messages = build_messages(
+            "add() returns a - b", history, oracle_files={"calc/core.py": "def add(a, b):\n"}
+        )
+        rows.append({"prompt": messages, "expert_action": action, "instance_id": f"toy__calc-{traj}", "step": step,
+                     "trajectory_hash": traj, "split": split, "oracle_files": ["calc/core.py"]})  # fmt: skip
+        history.append((action, "ok"))
+    return rows
+
+
+def test_heldout_lines_rescore_and_the_report_compares_with_baselines(tmp_path: Path) -> None:
+    train = _rows("a", "train") + _rows("b", "train")
+    test = _rows("t", "test")
+    tokenizer = build_tokenizer([m["content"] for r in train for m in r["prompt"]] + ACTIONS, 300)
+    initial = ["<think>\n</think>\nls"] * len(test)  # the starting policy always lists
+    final = [format_output("look", r["expert_action"]) for r in test]  # a policy that acts as the expert does
+    report = heldout_report(tmp_path, train, test, tokenizer, initial, final)
+    lines = [json.loads(x) for x in (tmp_path / "heldout.jsonl").read_text().splitlines()]
+    assert (
+        len(lines) == len(test)
+        and lines[1]["id"] == "toy__calc-t#1"
+        and lines[1]["oracle_paths"] == ["calc/core.py"]
+    )
+    assert lines[0]["prompt"].endswith("<|im_start|>assistant\n<think>")  # the template's generation prompt
+    for line in lines:  # `swe-srl reward --expert E --action OUTPUT` gives what was recorded
+        for mode in REWARDS:
+            assert (
+                line["final_reward"][mode]
+                == score_output(line["final_output"], line["expert_action"], mode=mode).total
+            )
+            assert (
+                line["initial_reward"][mode]
+                == score_output(line["initial_output"], line["expert_action"], mode=mode).total
+            )
+    assert set(report["means"]) == {"final", "initial", "always_ls", "always_submit", "always_git_diff",
+                                    "copy_previous", "frequent_at_step"}  # fmt: skip
+    assert report["means"]["initial"] == report["means"]["always_ls"]  # the same outputs, the same scores
+    assert report["means"]["final"]["srl"] == pytest.approx(1.0)
+    vs = report["final_vs"]["layered"]["always_submit"]
+    assert vs["low"] <= vs["mean_diff"] <= vs["high"] and vs["mean_diff"] > 0
+    # the expert's own action at every step: always_submit ties on the last step only, so final beats it;
+    # frequent_at_step (train trajectories have the same actions) equals the expert: no margin, target not met
+    assert report["final_vs"]["srl"]["frequent_at_step"]["mean_diff"] == pytest.approx(0.0)
+    assert report["target_met"] is False
+    assert report_table(report).row_count == len(report["means"])

@@ -124,9 +124,3 @@ def to_dataset(rows: list[dict[str, Any]]):
     from datasets import Dataset
 
     return Dataset.from_list(rows)
-
-
-def load_datasets(path: Path, test_fraction: float = HELD_OUT):
-    """``(train Dataset, test rows)`` from a samples JSONL file."""
-    train, test = split_rows(read_samples(path), test_fraction)
-    return to_dataset(train), test

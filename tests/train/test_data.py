@@ -12,14 +12,15 @@ pytest.importorskip("trl")
 from conftest import make_samples  # noqa: E402
 
 from swe_srl.errors import TrainingError  # noqa: E402
-from swe_srl.train.data import load_datasets, read_samples, split_rows  # noqa: E402
+from swe_srl.train.data import read_samples, split_rows, to_dataset  # noqa: E402
 from swe_srl.train.tiny import make_tiny_policy, sample_texts  # noqa: E402
 
 pytestmark = pytest.mark.train
 
 
 def test_dataset_columns_and_split(samples_file: Path):
-    train, test = load_datasets(samples_file)
+    rows, test = split_rows(read_samples(samples_file))
+    train = to_dataset(rows)
     assert {"prompt", "expert_action", "instance_id", "step"} <= set(train.column_names)
     assert train[0]["prompt"][0]["role"] == "system"
     assert {r["split"] for r in test} == {"test"} and len(test) == 5 and len(train) == 35

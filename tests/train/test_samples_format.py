@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("trl")
 
 from swe_srl.core.prompts import build_messages  # noqa: E402
-from swe_srl.train.data import load_datasets  # noqa: E402
+from swe_srl.train.data import read_samples, split_rows  # noqa: E402
 from swe_srl.trajectories import import_trajectories  # noqa: E402
 
 pytestmark = pytest.mark.train
@@ -36,7 +36,7 @@ def test_train_reads_decomposed_samples(tmp_path: Path) -> None:
     samples = tmp_path / "samples.jsonl"
     _cli("decompose", *SOURCES, "-o", str(samples))
     assert json.loads(samples.read_text().splitlines()[0])["kind"] == "header"
-    train, test = load_datasets(samples, test_fraction=0.0)
+    train, test = split_rows(read_samples(samples), test_fraction=0.0)
     trajs = {t.content_hash(): t for source in SOURCES for t in import_trajectories(source)}
     for row in train:
         t, k = trajs[row["trajectory_hash"]], row["step"]

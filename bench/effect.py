@@ -5,7 +5,8 @@ action and three perturbed actions — a no-op (``true``), an edit of the file t
 a new tree, so at an edit step the target tests run) and a destructive ``rm -f`` of that file. Three passes, each
 from an empty result cache (``cached`` mode: a state met twice in one pass is not re-tested):
 
-1. warm box, all cold: the expert's side (its step trees and the test outcomes of its edit states) computed too;
+1. warm box, all cold: the expert's side (its step trees and the test outcomes of its edit states: run, except a
+   validated task's base and gold trees, whose outcomes the task defines) computed too;
 2. warm box, the expert's side known (stored with the expert states, as ``SandboxEffect.prepare`` leaves it): the
    action results and the action's test runs are all cold;
 3. the reference: a fresh container per evaluation (the previous path), expert side known; ``--reference-every N``

@@ -17,8 +17,7 @@ import contextlib
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance, load_instances
@@ -33,32 +32,17 @@ from swe_srl.rewards.effect_inputs import step_inputs
 from swe_srl.rewards.effect_score import (
     ActionFacts,
     Delta,
+    EffectResult,
     ExpertFacts,
     effect_value,
+    known_outcomes,
     needs_tests,
     outcome_agreement,
+    target_tests,
 )
 from swe_srl.trajectories.decompose import executed_steps
 from swe_srl.trajectories.expert_state import ExpertState, created_files, expert_states, tree_hash
 from swe_srl.trajectories.schema import Trajectory
-
-
-@dataclass(frozen=True)
-class EffectResult:
-    """One effect evaluation: ``value`` in [0, 1]; ``identical`` when the action left the expert's tree;
-    ``python_ok`` False when an edited .py file does not parse; ``tests`` the action's outcomes when they ran."""
-
-    value: float
-    identical: bool
-    python_ok: bool
-    tree: str | None
-    tests: Mapping[str, str]
-    cached: bool = False
-
-
-def target_tests(instance: Instance) -> list[str]:
-    """The tests an effect is judged on."""
-    return [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]
 
 
 class SandboxEffect:
@@ -93,6 +77,8 @@ class SandboxEffect:
         for traj in trajectories:
             self.add_trajectory(traj)
         self._boxes: OrderedDict[str, EffectBox] = OrderedDict()
+        self._trees: dict[str, tuple[str | None, str | None]] = {}
+        """Per instance: the (base, gold) tree ids, met with the expert's steps."""
         self.test_runs = 0
         self.sandbox_starts = 0
         self.last: EffectResult | None = None
@@ -217,8 +203,11 @@ class SandboxEffect:
             box = self._reset(instance, fresh, pre_diff, cwd)
             pre = box.tree_of(pre_diff)
             post = box.tree_of(state.diffs[step])
-            data = {"pre": pre, "post": post, "full": box.delta(pre, post).to_dict()}
+            data = {"pre": pre, "post": post, "full": box.delta(pre, post).to_dict(), "base": box.tree_of("")}
+            with contextlib.suppress(Tainted):  # a gold patch git cannot apply as is: its tree stays unknown
+                data["gold"] = box.tree_of(instance.patch) if instance.patch.strip() else None
             self._store(data, "expert-steps", *key)
+        self._trees[instance.instance_id] = (data.get("base"), data.get("gold"))
         full = Delta.from_dict(data["full"])
         delta = full.without(lambda p: is_test_file(p, instance))
         exit_code = traj.steps[step].exit_code
@@ -241,7 +230,13 @@ class SandboxEffect:
         return outcomes
 
     def _state_tests(self, instance: Instance, state_diff: str, tree: str, fresh: dict) -> dict[str, str]:
-        """Outcomes of an expert state (stored with the expert states, under ``expert_root``)."""
+        """Outcomes of an expert state: a validated task's base and gold trees need no run (``known_outcomes``);
+        others are run once and stored with the expert states, under ``expert_root``."""
+        base, gold = self._trees.get(instance.instance_id, (None, None))
+        if instance.extra.get("validated"):  # the task's own lists are its measured outcomes there
+            known = known_outcomes(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, tree, base, gold)
+            if known is not None:
+                return known
         cached = self._load("expert-outcomes", instance.instance_id, tree)
         if cached is not None:
             return cached

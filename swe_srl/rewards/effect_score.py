@@ -204,3 +204,33 @@ def effect_value(
     if action.exit_code in NOT_FOUND and expert.exit_code not in NOT_FOUND:
         return 0.0
     return 1.0 if action.exit_code in (0, expert.exit_code) or expert.exit_code is None else 0.5
+
+
+def known_outcomes(
+    fail_to_pass: list[str], pass_to_pass: list[str], tree: str, base: str | None, gold: str | None
+) -> dict[str, str] | None:
+    """The target outcomes a validated task defines at its base tree (FAIL_TO_PASS fail, PASS_TO_PASS pass) and
+    at its gold tree (all pass), so an expert state equal to one of them needs no test run; None for any other."""
+    if tree == gold:
+        return dict.fromkeys([*fail_to_pass, *pass_to_pass], "PASSED")
+    if tree == base:
+        return {**dict.fromkeys(fail_to_pass, "FAILED"), **dict.fromkeys(pass_to_pass, "PASSED")}
+    return None
+
+
+@dataclass(frozen=True)
+class EffectResult:
+    """One effect evaluation: ``value`` in [0, 1]; ``identical`` when the action left the expert's tree;
+    ``python_ok`` False when an edited .py file does not parse; ``tests`` the action's outcomes when they ran."""
+
+    value: float
+    identical: bool
+    python_ok: bool
+    tree: str | None
+    tests: Mapping[str, str]
+    cached: bool = False
+
+
+def target_tests(instance) -> list[str]:
+    """The tests an effect is judged on."""
+    return [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]

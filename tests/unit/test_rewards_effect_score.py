@@ -181,3 +181,19 @@ def test_trl_reward_fills_the_syntax_inputs_of_located_steps() -> None:
     # default set knows rg
     assert syntax == [0.0, 1.0, 1.0] and len(totals) == 3
     assert reward.effect.asked == [("i1", "h", 2)]  # asked once per located step
+
+
+def test_known_outcomes_of_a_validated_task() -> None:
+    from swe_srl.rewards.effect_score import known_outcomes
+
+    f2p, p2p = ["t_fix"], ["t_keep"]
+    assert known_outcomes(f2p, p2p, PRE, PRE, POST) == {
+        "t_fix": "FAILED",
+        "t_keep": "PASSED",
+    }  # the base tree
+    assert known_outcomes(f2p, p2p, POST, PRE, POST) == {
+        "t_fix": "PASSED",
+        "t_keep": "PASSED",
+    }  # the gold tree
+    assert known_outcomes(f2p, p2p, OTHER, PRE, POST) is None  # any other state is run
+    assert known_outcomes(f2p, p2p, POST, PRE, None) is None  # gold tree unknown

@@ -8,6 +8,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swe_srl.core.actions import THINK_OPEN
@@ -19,8 +20,67 @@ if TYPE_CHECKING:
 Messages = list[dict[str, str]]
 
 
+def adapter_base(model: str) -> str | None:
+    """The base model a peft adapter directory names (``adapter_config.json``'s ``base_model_name_or_path``);
+    None when ``model`` is not an adapter directory."""
+    config = Path(model).expanduser() / "adapter_config.json"
+    if not config.is_file():
+        return None
+    try:
+        base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    except (OSError, ValueError) as exc:
+        raise PolicyError(f"adapter {model!r}: unreadable {config.name}: {exc}") from None
+    if not base:
+        raise PolicyError(f"adapter {model!r}: {config.name} names no base_model_name_or_path")
+    return str(base)
+
+
+def _has_tokenizer(model: str) -> bool:
+    path = Path(model).expanduser()
+    return not path.is_dir() or any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+
+
+def _apply_adapter(base_model: Any, adapter: str) -> Any:
+    """The base model with the peft adapter merged in (inference only: plain ``generate`` afterwards)."""
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise PolicyError("a LoRA adapter policy needs peft: pip install 'swe-srl[train]'") from None
+    try:
+        return PeftModel.from_pretrained(base_model, adapter).merge_and_unload()
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise PolicyError(f"cannot apply adapter {adapter!r}: {exc}") from None
+
+
+def generate_ids(
+    model: Any, tokenizer: Any, batch: Sequence[Sequence[int]], max_new_tokens: int, temperature: float = 0.0
+) -> list[list[int]]:
+    """One ``generate`` call for several token contexts (left-padded): each context's new tokens, cut after its
+    first end token (the padding a finished row gets while the others go on). Greedy unless ``temperature > 0``;
+    a batch of one is the unpadded call."""
+    import torch
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    width = max(map(len, batch))
+    ids = torch.tensor([[pad] * (width - len(b)) + list(b) for b in batch], device=model.device)
+    mask = torch.tensor([[0] * (width - len(b)) + [1] * len(b) for b in batch], device=model.device)
+    options: dict[str, Any] = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens}
+    if temperature > 0:
+        options["temperature"] = temperature
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, **options)
+    ends = getattr(model.generation_config, "eos_token_id", None)
+    ends = set(ends if isinstance(ends, list) else [ends] if ends is not None else [tokenizer.eos_token_id])
+    turns = []
+    for row in out[:, width:].tolist():
+        cut = next((k + 1 for k, token in enumerate(row) if token in ends), len(row))
+        turns.append(row[:cut])
+    return turns
+
+
 class HFPolicy:
-    """A local causal LM (directory or hub id) prompted through its chat template, as in training.
+    """A local causal LM (directory or hub id) prompted through its chat template, as in training. A peft (LoRA)
+    adapter directory loads its base model (``adapter_config.json``) with the adapter merged in.
 
     Greedy decoding unless ``temperature > 0``; ``count_tokens`` lets the agent keep the prompt in the context.
     """
@@ -30,11 +90,15 @@ class HFPolicy:
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
             raise PolicyError("policy 'hf:…' needs the train extra: pip install 'swe-srl[train]'") from None
+        base = adapter_base(model)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model)
-            self.model = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
+            self.tokenizer = AutoTokenizer.from_pretrained(model if _has_tokenizer(model) else base or model)
+            self.model = AutoModelForCausalLM.from_pretrained(base or model, dtype="auto")
         except (OSError, ValueError) as exc:
-            raise PolicyError(f"cannot load model {model!r} (a local directory or a hub id): {exc}") from None
+            what = f"base model {base!r} of adapter {model!r}" if base else f"model {model!r}"
+            raise PolicyError(f"cannot load {what} (a local directory or a hub id): {exc}") from None
+        if base:
+            self.model = _apply_adapter(self.model, model)
         if not getattr(self.tokenizer, "chat_template", None):
             raise PolicyError(
                 f"model {model!r} has no chat template; save the tokenizer with the one used in training"
@@ -57,25 +121,13 @@ class HFPolicy:
 
     def generate_batch(self, batch: Sequence[Messages]) -> list[str]:
         """One ``generate`` call for several conversations (left-padded), one output each."""
-        import torch
-
         tokenizer = self.tokenizer
         prompts = [
             tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in batch
         ]
         encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        width = max(map(len, encoded))
-        ids = torch.tensor([[pad] * (width - len(e)) + list(e) for e in encoded], device=self.model.device)
-        mask = torch.tensor(
-            [[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=self.model.device
-        )
-        options: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": self.temperature > 0}
-        if self.temperature > 0:
-            options["temperature"] = self.temperature
-        with torch.no_grad():
-            out = self.model.generate(input_ids=ids, attention_mask=mask, **options, pad_token_id=pad)
-        texts = tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)
+        turns = generate_ids(self.model, tokenizer, encoded, self.max_new_tokens, self.temperature)
+        texts = tokenizer.batch_decode(turns, skip_special_tokens=True)
         # Templates of reasoning models (and the tiny one) open <think> in the generation prompt: put it back.
         return [
             THINK_OPEN + t if p.rstrip().endswith(THINK_OPEN) else t

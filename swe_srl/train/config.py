@@ -110,6 +110,12 @@ class RlvrOptions(_Strict):
     )
     max_new_tokens: int = Field(48, ge=1, description="Tokens the policy writes per turn.")
     command_timeout_s: float = Field(30.0, gt=0, description="Per-command timeout in the sandbox.")
+    parallel: int = Field(
+        4, ge=1, description="Episodes played at once (one env each; one batched generation per turn)."
+    )
+    eval_instances: int = Field(
+        2, ge=0, description="Held-out resolve rate: greedy episodes on the first N test instances (0: none)."
+    )
 
 
 class TrainConfig(_Strict):

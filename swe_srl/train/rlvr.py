@@ -5,8 +5,9 @@ An ``EpisodeRunner`` plays one episode with a ``generate`` function (prompt toke
 ids) and returns the transcript as a :class:`Rollout`: token ids with a mask (1 = model tokens, 0 = environment
 observation tokens, TRL's ``env_mask``) and the outcome reward (1 resolved, 0 not, None on infra failure → no
 gradient). :class:`EnvEpisodeRunner` plays the episodes in :class:`swe_srl.env.swe_env.SWEEnv` with the agent loop
-(``swe_srl.agent.loop``); :class:`TokenRecorder` is the loop's ``outputs``: it keeps each episode's tokens, the
-observation tokens between turns being the chat template's own rendering of the observation as a user turn.
+(``swe_srl.agent.loop``), several at once (``run_batch``: one env each, one batched generation per turn);
+:class:`TokenRecorder` is the loop's ``outputs``: it keeps each episode's tokens, the observation tokens between turns
+being the chat template's own rendering of the observation as a user turn.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any, Protocol
 
 from swe_srl.agent.episode import AgentConfig, Episode, EpisodeResult
 from swe_srl.agent.loop import run_lockstep
+from swe_srl.agent.models import generate_ids
 from swe_srl.env.swe_env import SWEEnv
 from swe_srl.errors import TrainingError
 
 GenerateFn = Callable[[list[int]], list[int]]
+"""Prompt token ids → one model turn's token ids."""
 GenerateBatchFn = Callable[[list[list[int]]], list[list[int]]]
 
 
@@ -45,29 +48,20 @@ class Rollout:
 
 
 class EpisodeRunner(Protocol):
-    """Runs one episode for a dataset row (``prompt`` + e.g. ``instance_id``) with ``generate`` as the policy."""
+    """Runs one episode for a dataset row (``prompt`` + e.g. ``instance_id``) with ``generate`` as the policy.
+    Optional: ``run_batch(rows, generate_batch) -> list[Rollout]``, the rows' episodes played together."""
 
     def run(self, row: dict[str, Any], generate: GenerateFn) -> Rollout: ...
 
 
-def hf_generate(trainer: Any, max_new_tokens: int) -> GenerateFn:
-    """A ``generate`` that samples one turn from the trainer's current policy (HF ``generate``)."""
-    import torch
+def hf_generate_batch(trainer: Any, max_new_tokens: int, greedy: bool = False) -> GenerateBatchFn:
+    """A ``generate_batch`` that samples one turn per context from the trainer's current policy (one HF
+    ``generate`` call for all of them); ``greedy`` for evaluation."""
 
-    def generate(prompt_ids: list[int]) -> list[int]:
+    def generate(batch: list[list[int]]) -> list[list[int]]:
         model = trainer.accelerator.unwrap_model(trainer.model)
-        tokenizer = trainer.processing_class
-        ids = torch.tensor([prompt_ids], device=model.device)
-        with torch.no_grad():
-            out = model.generate(
-                ids,
-                attention_mask=torch.ones_like(ids),
-                do_sample=True,
-                temperature=trainer.args.temperature,
-                max_new_tokens=max_new_tokens,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        return out[0, ids.shape[1] :].tolist()
+        temperature = 0.0 if greedy else trainer.args.temperature
+        return generate_ids(model, trainer.processing_class, batch, max_new_tokens, temperature)
 
     return generate
 
@@ -75,31 +69,50 @@ def hf_generate(trainer: Any, max_new_tokens: int) -> GenerateFn:
 def make_rollout_func(
     runner: EpisodeRunner,
     max_new_tokens: int,
-    generate_factory: Callable[[Any, int], GenerateFn] = hf_generate,
+    generate_factory: Callable[[Any, int], GenerateBatchFn] = hf_generate_batch,
 ) -> Callable[[list, Any], dict[str, Any]]:
     """TRL ``rollout_func``: one episode per prompt entry this process receives (TRL's sampler already repeats
-    each prompt ``num_generations`` times); the outcome reward travels as the ``outcome_reward`` column."""
+    each prompt ``num_generations`` times), played together when the runner has ``run_batch`` (one batched
+    generation per turn); the outcome reward travels as the ``outcome_reward`` column, each episode's (model
+    turns that parse, model turns) as ``format_turns``."""
 
     def rollout(prompts: list, trainer: Any) -> dict[str, Any]:
-        generate = generate_factory(trainer, max_new_tokens)
-        results = [runner.run({"prompt": prompt}, generate) for prompt in prompts]
+        generate_batch = generate_factory(trainer, max_new_tokens)
+        rows = [{"prompt": prompt} for prompt in prompts]
+        run_batch = getattr(runner, "run_batch", None)
+        if run_batch is not None:
+            results = run_batch(rows, generate_batch)
+        else:
+            results = [runner.run(row, lambda ids: generate_batch([ids])[0]) for row in rows]
         return {
             "prompt_ids": [r.prompt_ids for r in results],
             "completion_ids": [r.completion_ids for r in results],
             "logprobs": None,
             "env_mask": [r.env_mask for r in results],
             "outcome_reward": [r.reward for r in results],
+            "format_turns": [[r.info.get("format_ok", 0), r.info.get("turns", 0)] for r in results],
         }
 
     return rollout
 
 
-def outcome_reward(prompts: list, completions: list, outcome_reward: list, **_: Any) -> list[float | None]:
-    """Reward function for RLVR: the episode's outcome (None = infra failure, no gradient)."""
-    return [None if r is None else float(r) for r in outcome_reward]
+class OutcomeReward:
+    """Reward function for RLVR: the episode's outcome (None = infra failure, no gradient). Keeps the last batch's
+    per-turn format compliance (model turns that parse / model turns) as ``last_turn_format``."""
+
+    __name__ = "outcome_reward"
+
+    def __init__(self) -> None:
+        self.last_turn_format: float | None = None
+
+    def __call__(self, prompts: list, completions: list, outcome_reward: list, **columns: Any) -> list:
+        turns = columns.get("format_turns") or []
+        total = sum(t[1] for t in turns)
+        self.last_turn_format = sum(t[0] for t in turns) / total if total else None
+        return [None if r is None else float(r) for r in outcome_reward]
 
 
-outcome_reward.__name__ = "outcome_reward"
+outcome_reward = OutcomeReward()
 
 
 def prompt_key(prompt: Any) -> str:
@@ -187,6 +200,9 @@ class TokenRecorder:
             return Rollout([eos], [eos], [0], None, {"error": result.error}, result)
         details: dict[str, Any] = {"instance_id": result.instance_id, "turns": len(result.steps)}
         details["format_errors"] = sum(s.info.get("format_error") is not None for s in result.steps)
+        details["format_ok"] = sum(
+            s.parsed is not None for s in result.steps
+        )  # model turns parse_output takes
         reward = 0.0
         if result.terminated:
             reward = float(result.steps[-1].reward)
@@ -195,10 +211,11 @@ class TokenRecorder:
 
 
 class EnvEpisodeRunner:
-    """Plays one ``SWEEnv`` episode per row with the outcome reward, through the agent loop and a
-    :class:`TokenRecorder`: the model's turns are its tokens (mask 1), the observations between them the chat
-    template's user turns (mask 0). Unsubmitted after ``max_turns`` → 0.0; an infrastructure failure (sandbox,
-    grading) → None (no gradient)."""
+    """Plays ``SWEEnv`` episodes with the outcome reward, through the agent loop and a :class:`TokenRecorder`: the
+    model's turns are its tokens (mask 1), the observations between them the chat template's user turns (mask 0).
+    :meth:`run_batch` plays up to ``parallel`` episodes at once (one env each, stepped in threads; one batched
+    generation per turn for all live ones). Unsubmitted after ``max_turns`` → 0.0; an infrastructure failure
+    (sandbox, grading) → None (no gradient)."""
 
     def __init__(
         self,
@@ -209,25 +226,45 @@ class EnvEpisodeRunner:
         max_turns: int = 3,
         think_prefix: str = "",
         env_kwargs: dict[str, Any] | None = None,
+        parallel: int = 1,
     ) -> None:
 
         self.tokenizer, self.max_turns, self.think_prefix = tokenizer, max_turns, think_prefix
         self.instance_of = dict(prompt_ids or {})
-        self.env = SWEEnv(instances=instances, reward_mode="outcome", **(env_kwargs or {}))
+        self.instances, self.env_kwargs = list(instances), dict(env_kwargs or {})
+        self.parallel = max(1, parallel)
+        self.envs: list[SWEEnv] = []
         self.config = AgentConfig(max_steps=max_turns, episode_timeout_s=None, submit_to_env=True)
         self.episodes = 0
 
     def close(self) -> None:
-        self.env.close()
+        for env in self.envs:
+            env.close()
 
-    def run(self, row: dict[str, Any], generate: GenerateFn) -> Rollout:
+    def _env(self, k: int) -> SWEEnv:
+        while len(self.envs) <= k:
+            self.envs.append(SWEEnv(instances=self.instances, reward_mode="outcome", **self.env_kwargs))
+        return self.envs[k]
+
+    def instance_id(self, row: dict[str, Any]) -> str:
         instance_id = row.get("instance_id") or self.instance_of.get(prompt_key(row["prompt"]))
         if not instance_id:
             raise TrainingError("RLVR row has no instance_id and its prompt is not one of the RLVR dataset's")
-        self.episodes += 1
-        recorder = TokenRecorder(
-            self.tokenizer, lambda batch: [generate(ids) for ids in batch], self.think_prefix
-        )
-        episode = Episode(self.env, instance_id, self.config)
-        [result] = run_lockstep([episode], recorder)
-        return recorder.rollout(episode, result)
+        return str(instance_id)
+
+    def run(self, row: dict[str, Any], generate: GenerateFn) -> Rollout:
+        """One episode, the policy asked one context at a time."""
+        return self.run_batch([row], lambda batch: [generate(ids) for ids in batch])[0]
+
+    def run_batch(self, rows: list[dict[str, Any]], generate_batch: GenerateBatchFn) -> list[Rollout]:
+        """One episode per row, ``parallel`` at a time in lock-step; the rollouts in row order."""
+        ids = [self.instance_id(row) for row in rows]
+        rollouts: list[Rollout] = []
+        for start in range(0, len(ids), self.parallel):
+            chunk = ids[start : start + self.parallel]
+            self.episodes += len(chunk)
+            recorder = TokenRecorder(self.tokenizer, generate_batch, self.think_prefix)
+            episodes = [Episode(self._env(k), iid, self.config) for k, iid in enumerate(chunk)]
+            results = run_lockstep(episodes, recorder)
+            rollouts += [recorder.rollout(e, r) for e, r in zip(episodes, results, strict=True)]
+        return rollouts

@@ -21,7 +21,13 @@ from swe_srl.train.callbacks import MetricsCallback, RichProgressCallback, read_
 from swe_srl.train.config import REAL_TRL_DEFAULTS, TrainConfig
 from swe_srl.train.data import guard_eval_instances, to_dataset
 from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
-from swe_srl.train.rlvr import EnvEpisodeRunner, make_rollout_func, outcome_reward, prompt_key
+from swe_srl.train.rlvr import (
+    EnvEpisodeRunner,
+    OutcomeReward,
+    hf_generate_batch,
+    make_rollout_func,
+    prompt_key,
+)
 from swe_srl.train.trainer import SRLGRPOTrainer
 from swe_srl.trajectories.oracle import oracle_contents
 
@@ -47,16 +53,53 @@ REAL_RLVR_TRL_DEFAULTS: dict[str, Any] = {
 }
 
 
+class RLVRTrainer(SRLGRPOTrainer):
+    """The format metric of an RLVR batch is per model turn (the share of turns that parse), not per transcript:
+    a multi-turn transcript as a whole is never one think + action."""
+
+    def on_rewards(self, rewards_per_func: Any, completions: list, mode: str) -> None:
+        super().on_rewards(rewards_per_func, completions, mode)
+        share = next((f.last_turn_format for f in self.reward_funcs if isinstance(f, OutcomeReward)), None)
+        if share is not None:
+            self._metrics[mode]["format_compliance"][-1] = share
+
+
 def rlvr_instances(config: TrainConfig) -> list:
     """The first ``rlvr.instances`` train-split instances of ``--tasks`` (default: the bundled suite)."""
 
-    instances = load_instances(config.tasks or "bundled")
-    train = [i for i in instances if i.split == "train"]
+    train = [i for i in load_instances(config.tasks or "bundled") if i.split == "train"]
     if not train:
         raise TrainingError(f"--tasks {config.tasks or 'bundled'}: no instance is in the train split")
     chosen = train[: config.rlvr.instances]
     guard_eval_instances([i.instance_id for i in chosen], config.allow_eval_instances, "RLVR episodes")
     return chosen
+
+
+def rlvr_eval_instances(config: TrainConfig) -> list:
+    """The first ``rlvr.eval_instances`` test-split instances of ``--tasks`` (the split rule), for the held-out
+    resolve rate."""
+
+    if not config.rlvr.eval_instances:
+        return []
+    test = [i for i in load_instances(config.tasks or "bundled") if i.split == "test"]
+    return test[: config.rlvr.eval_instances]
+
+
+def held_out_resolve_rate(
+    trainer: Any, runner: EnvEpisodeRunner, instances: list, max_new_tokens: int
+) -> dict:
+    """Greedy episodes of the trained policy on held-out instances, graded: ``eval/resolve_rate`` and counts."""
+    if not instances:
+        return {}
+    generate = hf_generate_batch(trainer, max_new_tokens, greedy=True)
+    rollouts = runner.run_batch([{"instance_id": i.instance_id, "prompt": None} for i in instances], generate)
+    resolved = sum(r.reward == 1.0 for r in rollouts)
+    return {
+        "eval/resolve_rate": resolved / len(rollouts),
+        "eval/resolved": resolved,
+        "eval/instances": len(rollouts),
+        "eval/infra_errors": sum(r.reward is None for r in rollouts),
+    }
 
 
 def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
@@ -82,9 +125,9 @@ def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, co
     prefix = think_prefix(tokenizer)
     runner = runner_factory(tokenizer, prefix)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    trainer = SRLGRPOTrainer(
+    trainer = RLVRTrainer(
         model=model_path,
-        reward_funcs=[outcome_reward],
+        reward_funcs=[OutcomeReward()],
         args=args,
         train_dataset=to_dataset(rows),
         processing_class=tokenizer,
@@ -105,7 +148,7 @@ def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
 
     started, out = time.monotonic(), config.output_dir
     (out / "metrics.jsonl").unlink(missing_ok=True)
-    instances = rlvr_instances(config)
+    instances, held_out = rlvr_instances(config), rlvr_eval_instances(config)
     rows = rlvr_rows(config, instances)
     ids = {prompt_key(r["prompt"]): r["instance_id"] for r in rows}
     limits = Limits(command_timeout_s=config.rlvr.command_timeout_s, episode_timeout_s=600.0)
@@ -113,15 +156,19 @@ def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
 
     def runner_factory(tokenizer, prefix):
         return EnvEpisodeRunner(
-            tokenizer, instances, prompt_ids=ids, max_turns=config.rlvr.max_turns, think_prefix=prefix,
-            env_kwargs=env_kwargs,
+            tokenizer, instances + held_out, prompt_ids=ids, max_turns=config.rlvr.max_turns,
+            think_prefix=prefix, env_kwargs=env_kwargs, parallel=config.rlvr.parallel,
         )  # fmt: skip
 
     trainer, runner = _trainer(config, rows, runner_factory, console)
     try:
         trainer.train()
+        trained_episodes = runner.episodes
+        evaluation = held_out_resolve_rate(trainer, runner, held_out, config.rlvr.max_new_tokens)
     finally:
         runner.close()
+    if evaluation and trainer.is_world_process_zero():
+        MetricsCallback(out).write({"step": trainer.state.global_step, **evaluation})
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
     rewards = [r["reward"] for r in read_metrics(out / "metrics.jsonl") if "reward" in r]
@@ -130,8 +177,11 @@ def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
         "init": config.init,
         "instances": [i.instance_id for i in instances],
         "steps": trainer.state.global_step,
-        "episodes": runner.episodes,
+        "episodes": trained_episodes,
+        "parallel": config.rlvr.parallel,
         "mean_outcome_reward": sum(rewards) / len(rewards) if rewards else float("nan"),
+        "held_out": [i.instance_id for i in held_out],
+        **evaluation,
         "final_model": str(out / "final"),
         "metrics": str(out / "metrics.jsonl"),
         "wall_time_s": round(time.monotonic() - started, 1),

@@ -108,3 +108,103 @@ def test_env_runner_masks_observations_and_grades_submit(tiny_tasks: Path, srl_c
     model_text = tok.decode([t for t, m in zip(result.completion_ids, result.env_mask, strict=True) if m])
     assert "EDITED" in observation and "EDITED" not in model_text.replace("echo EDITED", "")
     assert "submit" in model_text and "submit" not in observation
+
+
+SCRIPTS = {
+    "calc.add": [
+        "fix add</think>\n```bash\nsed -i 's/return a - b/return a + b/' calc.py && echo EDITED\n```<|im_end|>",
+        "done</think>\n```bash\nsubmit\n```<|im_end|>",
+    ],
+    "calc.mul": ["no action here<|im_end|>", "done</think>\n```bash\nsubmit\n```<|im_end|>"],
+}
+
+
+class ScriptedBatch:
+    """A batched policy: each context's next scripted turn (by the task its prompt names), the batch sizes kept."""
+
+    def __init__(self, tok):
+        self.tok, self.turns, self.sizes = tok, {}, []
+
+    def __call__(self, batch):
+        self.sizes.append(len(batch))
+        out = []
+        for ids in batch:
+            task = next(t for t in SCRIPTS if t in self.tok.decode(ids))
+            turn = self.turns[task] = self.turns.get(task, -1) + 1
+            out.append(self.tok(SCRIPTS[task][turn])["input_ids"])
+        return out
+
+
+def test_parallel_episodes_record_what_each_episode_records_alone(tiny_tasks: Path, srl_checkpoint: Path):
+    """Two episodes in lock-step (one batched call per turn) keep exactly the tokens, masks and rewards each keeps
+    when played alone, one context per call; the per-turn format counts come along."""
+    from transformers import AutoTokenizer
+
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.train.rlvr import EnvEpisodeRunner
+    from swe_srl.train.rlvr_run import rlvr_rows
+
+    tok = AutoTokenizer.from_pretrained(srl_checkpoint)
+    instances = load_instances(str(tiny_tasks))
+    rows = rlvr_rows(load_config(None, [], stage="srl"), instances)
+    runs = {}
+    for parallel in (1, 2):
+        runner = EnvEpisodeRunner(tok, instances, think_prefix="<think>", parallel=parallel)
+        policy = ScriptedBatch(tok)
+        try:
+            runs[parallel] = (runner.run_batch(rows, policy), policy.sizes, len(runner.envs))
+        finally:
+            runner.close()
+    (alone, alone_sizes, alone_envs), (together, sizes, envs) = runs[1], runs[2]
+    assert (alone_sizes, alone_envs, sizes, envs) == ([1, 1, 1, 1], 1, [2, 2], 2)
+    for a, b in zip(alone, together, strict=True):
+        assert (a.prompt_ids, a.completion_ids, a.env_mask) == (b.prompt_ids, b.completion_ids, b.env_mask)
+        assert a.reward == b.reward
+    add, mul = together
+    assert (add.reward, mul.reward) == (1.0, 0.0)
+    assert (add.info["format_ok"], add.info["turns"], mul.info["format_ok"], mul.info["turns"]) == (
+        2,
+        2,
+        1,
+        2,
+    )
+
+
+def test_batched_generation_matches_one_context_per_call(srl_checkpoint: Path):
+    """Left-padded batched greedy turns are the turns each context gets alone, each cut after its end token."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from swe_srl.agent.models import generate_ids
+
+    tok = AutoTokenizer.from_pretrained(srl_checkpoint)
+    model = AutoModelForCausalLM.from_pretrained(srl_checkpoint).eval()
+    contexts = [tok("calc.add(2, 3) is wrong")["input_ids"], tok("x")["input_ids"]]
+    assert len(contexts[0]) > len(contexts[1])
+    batched = generate_ids(model, tok, contexts, 12)
+    alone = [generate_ids(model, tok, [c], 12)[0] for c in contexts]
+    assert batched == alone and all(0 < len(t) <= 12 for t in batched)
+
+
+def test_rlvr_logs_per_turn_format_and_held_out_resolve_rate(
+    tiny_tasks: Path, srl_checkpoint: Path, tmp_path: Path
+):
+    """calc-add trains, calc-mul is held out (split: test): the format metric is the share of model turns that
+    parse, and the greedy held-out episodes are graded into eval/resolve_rate (metrics.jsonl, summary.json)."""
+    records = [json.loads(line) for line in tiny_tasks.read_text().splitlines()]
+    for record in records:
+        record["split"] = "test" if record["instance_id"] == "tiny__calc-mul" else "train"
+    tasks = tmp_path / "split.jsonl"
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "rlvr"
+    sets = [*TINY, "trl.max_steps=1", "rlvr.max_turns=2", "rlvr.max_new_tokens=12"]
+    sets += ["dynamic_sampling.max_rounds=1", "trl.per_device_train_batch_size=2", "rlvr.instances=1"]
+    cfg = load_config(None, sets, stage="rlvr", init=str(srl_checkpoint), tasks=str(tasks), output=str(out))
+    summary = run_training(cfg)
+    assert summary["instances"] == ["tiny__calc-add"] and summary["held_out"] == ["tiny__calc-mul"]
+    assert summary["episodes"] == 2 and summary["parallel"] == 4
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    [train] = [r for r in metrics if "reward" in r]
+    assert 0.0 <= train["format_compliance"] <= 1.0
+    [evaluation] = [r for r in metrics if "eval/resolve_rate" in r]
+    assert evaluation["eval/instances"] == 1 and evaluation["eval/resolve_rate"] in (0.0, 1.0)
+    assert summary["eval/resolve_rate"] == evaluation["eval/resolve_rate"]

@@ -166,7 +166,8 @@ def test_python_program_using_the_env_leaves_nothing(
     run.stop_and_check(docker_engine, sig)
 
 
-def test_killed_shell_leaves_nothing(docker_engine, two_test_ids, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_stopped_shell_leaves_nothing(docker_engine, two_test_ids, tmp_path: Path, sig) -> None:
     pexpect = pytest.importorskip("pexpect")
     run_id = f"t-{uuid.uuid4().hex[:10]}"
     exe = shutil.which("swe-srl")
@@ -177,7 +178,7 @@ def test_killed_shell_leaves_nothing(docker_engine, two_test_ids, tmp_path: Path
     child.expect(re.escape(f"(swe-srl {two_test_ids[0]}) /testbed"))
     seen = _descendants(child.pid)
     assert _running(docker_engine, run_id) and seen  # the interactive `docker exec` runs below it
-    os.kill(child.pid, signal.SIGKILL)
+    os.kill(child.pid, sig)
     deadline = time.monotonic() + GONE_S
     while time.monotonic() < deadline and (_containers(docker_engine, run_id) or _alive(seen)):
         time.sleep(0.5)
@@ -188,8 +189,9 @@ def test_killed_shell_leaves_nothing(docker_engine, two_test_ids, tmp_path: Path
     assert not left and not procs, (left, procs)
 
 
-def test_killed_train_leaves_nothing(docker_engine, tmp_path: Path) -> None:
-    """RLVR episodes of a tiny model on the bundled train tasks: SIGKILL once the first episode's container runs."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_stopped_train_leaves_nothing(docker_engine, tmp_path: Path, sig) -> None:
+    """RLVR episodes of a tiny model on the bundled train tasks: ``sig`` once the first episode's container runs."""
     pytest.importorskip("trl")
     from swe_srl.core.prompts import build_messages
     from swe_srl.train.tiny import make_tiny_policy
@@ -200,4 +202,4 @@ def test_killed_train_leaves_nothing(docker_engine, tmp_path: Path) -> None:
     args = ["--stage", "rlvr", "--init", str(init), "--tasks", "bundled:train", "-o", str(tmp_path / "out")]
     run = Run([*CLI, "train", *args, *(f"--set={s}" for s in sets)], tmp_path / "train")
     run.wait_for_container(docker_engine)
-    run.stop_and_check(docker_engine, signal.SIGKILL)
+    run.stop_and_check(docker_engine, sig)

@@ -3,7 +3,8 @@
 import gymnasium
 import pytest
 
-from swe_srl.env.swe_env import CHARSET, OBS_MAX_CHARS, SWEEnv, format_observation, sanitize
+from swe_srl.env.swe_env import SWEEnv
+from swe_srl.env.text import CHARSET, OBS_MAX_CHARS, format_observation, sanitize
 from swe_srl.errors import ConfigError
 from swe_srl.infra.sandbox.base import ExecResult, Limits
 

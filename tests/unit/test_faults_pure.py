@@ -6,7 +6,7 @@ import pytest
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.verdicts import GradeResult
-from swe_srl.env.swe_env import format_observation
+from swe_srl.env.text import format_observation
 from swe_srl.errors import ConfigError, SandboxError
 from swe_srl.grading import timeouts
 from swe_srl.infra.sandbox.base import ExecResult, Limits

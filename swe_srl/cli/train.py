@@ -32,6 +32,17 @@ def train(
     resume: bool = typer.Option(False, "--resume", help="Resume from the last checkpoint in --output."),
     lora: bool = typer.Option(False, "--lora", help="Train LoRA adapters (peft)."),
     stage: str | None = typer.Option(None, "--stage", help="srl or rlvr."),
+    method: str | None = typer.Option(
+        None,
+        "--method",
+        help="srl, or sft: the supervised baseline (same start, data, steps, learning rate).",
+    ),
+    seeds: int = typer.Option(
+        0,
+        "--seeds",
+        min=0,
+        help="Run N times with seeds 0..N-1 into OUTPUT/seed-K; OUTPUT/seeds.json aggregates.",
+    ),
     init: str | None = typer.Option(None, "--init", help="Checkpoint to start from (rlvr: the SRL model)."),
     allow_eval_instances: bool = typer.Option(
         False, "--allow-eval-instances", help="Train on SWE-bench Verified/Lite/test instances anyway."
@@ -41,7 +52,7 @@ def train(
 
     if model:  # before the training stack loads: one line, not a transformers traceback
         check_model_ref(model, "--model")
-    from swe_srl.train.run import run_training  # the training stack: torch, transformers, trl
+    from swe_srl.train.launch import run_method, run_seeds  # the training stack: torch, transformers, trl
 
     sets = list(overrides or [])
     sets += [f"trl.max_steps={max_steps}"] if max_steps is not None else []
@@ -60,16 +71,29 @@ def train(
         output=output,
         resume=resume or None,
         stage=stage,
+        method=method,
         init=init,
         allow_eval_instances=allow_eval_instances or None,
     )
     console = Console()
-    summary = run_training(cfg, console=console)
+    if seeds:
+        record = run_seeds(cfg, seeds, console=console)
+        console.print_json(json.dumps(record["over_seeds"]))
+        console.print(f"{seeds} seeds of --method {cfg.method}: {cfg.output}/seeds.json")
+        return
+    summary = run_method(cfg, console=console)
     console.print_json(json.dumps(summary))
     wall = f" in {summary.get('wall_time_s', float('nan')):.0f}s"
     if summary.get("stage") == "rlvr":
         console.print(f"RLVR: {summary['episodes']} episodes, mean outcome reward "
                       f"{summary['mean_outcome_reward']:.3f}{wall}; outputs in {cfg.output}")  # fmt: skip
+        return
+    if summary.get("method") == "sft":
+        first, last = summary["loss_first_fifth"], summary["loss_last_fifth"]
+        console.print(
+            f"SFT loss {first:.3f} → {last:.3f} (first → last fifth of {summary['steps']} steps){wall}; "
+            f"outputs in {cfg.output}"
+        )
         return
     verdict = "rose" if summary.get("reward_rose") else "did NOT rise"
     console.print(

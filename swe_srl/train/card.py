@@ -50,6 +50,21 @@ def _held_out(evals: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _sft_method(config: TrainConfig, args: Any, summary: dict[str, Any]) -> list[str]:
+    """The ``--method sft`` baseline's paragraph (nothing for SRL)."""
+    if config.method != "sft":
+        return []
+    return [
+        f"**`--method sft`: the supervised baseline.** Plain SFT on the expert turns (NLL of `</think>` + action + "
+        f"EOS) for {summary.get('steps', '?')} steps of {summary.get('prompts_per_step', '?')} prompts, learning "
+        f"rate {args.learning_rate}; SFT loss {summary.get('loss_first_fifth', float('nan')):.3f} → "
+        f"{summary.get('loss_last_fifth', float('nan')):.3f} (first → last fifth of steps). The SRL settings "
+        "below are those it is compared with (same start, samples, steps, learning rate); no rollouts, no reward "
+        "in training.",
+        "",
+    ]
+
+
 def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, Any], summary: dict[str, Any],
                command: str) -> str:  # fmt: skip
     """The card's markdown; ``summary`` is the run's summary.json (partial while training)."""
@@ -77,6 +92,7 @@ def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, 
         "",
         "## Method",
         "",
+        *_sft_method(config, args, summary),
         "Supervised Reinforcement Learning (SRL): each expert trajectory is cut into steps; for step k the policy "
         "sees the problem and the expert's steps 1..k-1, writes `<think>…</think>` and one bash action, and is "
         "rewarded by the action's agreement with the expert's action. GRPO (TRL `GRPOTrainer`) on those rewards.",

@@ -123,6 +123,9 @@ class TrainConfig(_Strict):
 
     preset: str | None = Field(None, description="Starting config: cpu-tiny, cpu-small or paper-gpu.")
     stage: Literal["srl", "rlvr"] = Field("srl", description="SRL on step samples, or RLVR episodes.")
+    method: Literal["srl", "sft"] = Field(
+        "srl", description="SRL (GRPO on step rewards), or the SFT baseline on the same expert actions."
+    )
     init: str | None = Field(None, description="Checkpoint to start from (required for --stage rlvr).")
     model: str | None = Field(None, description="HF id or path; None = tiny in-process model (CPU default).")
     samples: str | None = Field(None, description="Step samples JSONL (from `swe-srl decompose`).")
@@ -242,6 +245,8 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
         raise ConfigError(
             "preset cpu-small trains a small local model: pass --model PATH (cpu-tiny needs none)"
         )
+    if config.method == "sft" and (config.stage != "srl" or config.resume):
+        raise ConfigError("--method sft is a baseline of the SRL stage: no --stage rlvr, no --resume")
     if config.stage == "rlvr" and config.loss.sft_weight:
         raise ConfigError(
             "loss.sft_weight is for the SRL stage: RLVR episodes have no expert action to imitate"

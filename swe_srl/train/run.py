@@ -155,7 +155,7 @@ def heldout_outputs(config: TrainConfig, trainer, test_rows: list[dict]) -> tupl
     )
 
 
-def _warmup_summary(model_dir: Path) -> dict[str, Any]:
+def warmup_summary(model_dir: Path) -> dict[str, Any]:
     """The tiny model's format warm-up (steps, first and last loss), when it had one."""
     path = model_dir / "warmup.json"
     if not path.is_file():
@@ -173,6 +173,7 @@ def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -
     last = sum(rewards[-fifth:]) / fifth if rewards else float("nan")
     return {
         "stage": config.stage,
+        "method": config.method,
         "model": trainer.model.name_or_path,
         "advantage": config.advantage,
         "reward": config.reward,
@@ -182,7 +183,7 @@ def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -
         "reward_last_fifth": last,
         "reward_rose": bool(last > first),
         "eval": [{"step": s, "mean_reward": v} for s, v in evaluator.history],
-        **_warmup_summary(Path(trainer.model.name_or_path)),
+        **warmup_summary(Path(trainer.model.name_or_path)),
         "final_model": str(config.output_dir / "final"),
         "metrics": str(config.output_dir / "metrics.jsonl"),
         "plot": str(config.output_dir / "training_curves.png"),
@@ -208,6 +209,34 @@ def default_command() -> str:
     return shlex.join(argv)
 
 
+def split_samples(config: TrainConfig):
+    """(sample set, train rows, test rows) of the run; evaluation instances refused in training."""
+    sample_set = resolve_samples(config)
+    train_rows, test_rows = split_rows(read_samples(sample_set.path), config.test_fraction)
+    guard_eval_instances(
+        [r["instance_id"] for r in train_rows], config.allow_eval_instances, "training samples"
+    )
+    return sample_set, train_rows, test_rows
+
+
+def write_summary(
+    config: TrainConfig, summary, held, tokenizer, console, started: float, command: str
+) -> None:
+    """The held-out report (``held`` = train rows, fitted test rows, starting and final outputs), the plot, the
+    printed table and summary.json; shared by ``--method srl`` and ``--method sft``."""
+    out = config.output_dir
+    train_rows, fitted_test, initial_outputs, final_outputs = held
+    summary["heldout"] = heldout_report(
+        out, train_rows, fitted_test, tokenizer, initial_outputs, final_outputs
+    )
+    plot_metrics(out / "metrics.jsonl", out / "training_curves.png", summary["heldout"])
+    if console is not None and fitted_test:
+        console.print(report_table(summary["heldout"]))
+    summary["wall_time_s"] = round(time.monotonic() - started, 1)
+    summary["command"] = command
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+
+
 def run_training(
     config: TrainConfig, *, reward_func=None, console=None, command: str | None = None
 ) -> dict[str, Any]:
@@ -217,6 +246,8 @@ def run_training(
 
     if config.stage == "rlvr":
         return run_rlvr(config, console=console)
+    if config.method != "srl":
+        raise TrainingError(f"run_training is --method srl; --method {config.method}: swe_srl.train.launch")
     started = time.monotonic()
     command = command or default_command()
     grpo_args(config, tiny=config.model is None)  # GRPOConfig's own checks, before any work
@@ -227,11 +258,7 @@ def run_training(
     if not config.resume:
         (out / "metrics.jsonl").unlink(missing_ok=True)
         shutil.rmtree(out / "tiny-model", ignore_errors=True)
-    sample_set = resolve_samples(config)
-    train_rows, test_rows = split_rows(read_samples(sample_set.path), config.test_fraction)
-    guard_eval_instances(
-        [r["instance_id"] for r in train_rows], config.allow_eval_instances, "training samples"
-    )
+    sample_set, train_rows, test_rows = split_samples(config)
     effect = build_effect(config, sample_set) if reward_func is None else None
     trainer, evaluator = build_trainer(config, train_rows, test_rows, reward_func, console, effect)
     if checkpoint is not None:
@@ -256,16 +283,8 @@ def run_training(
     counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}
     summary = summarize(config, trainer, evaluator, {**counts, "test_samples": len(test_rows)})
     _, final_outputs = heldout_outputs(config, trainer, test_rows)
-    tokenizer = trainer.processing_class
-    summary["heldout"] = heldout_report(
-        out, train_rows, fitted_test, tokenizer, initial_outputs, final_outputs
-    )
-    plot_metrics(out / "metrics.jsonl", out / "training_curves.png", summary["heldout"])
-    if console is not None and test_rows:
-        console.print(report_table(summary["heldout"]))
-    summary["wall_time_s"] = round(time.monotonic() - started, 1)
-    summary["command"] = command
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    held = (train_rows, fitted_test, initial_outputs, final_outputs)
+    write_summary(config, summary, held, trainer.processing_class, console, started, command)
     atomic_write_text(out / "final" / "README.md", card(summary))
     atomic_write_text(out / "README.md", card(summary))
     return summary

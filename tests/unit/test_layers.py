@@ -12,7 +12,7 @@ RANK = {"errors": 0, "paths": 0, "core": 1, "benchmark": 2, "infra": 3, "grading
 HEAVY = {"torch", "transformers", "trl", "peft", "accelerate", "datasets", "ray", "matplotlib", "tokenizers",
          "pyarrow", "vllm", "swebench", "tensorboard", "wandb", "pexpect"}  # fmt: skip
 LAZY_GATEWAYS = {
-    ("swe_srl.cli.train", "swe_srl.train.run")
+    ("swe_srl.cli.train", "swe_srl.train.launch")
 }  # the CLI reaches the training stack when it runs
 
 

@@ -1,0 +1,163 @@
+"""``swe-srl train --method sft``: the SRL paper's main baseline — plain supervised fine-tuning on the same training
+samples' expert turns, from the same starting checkpoint, for the same optimizer steps, learning rate (and schedule)
+and prompts per step as the SRL run it is compared with.
+
+The loss is the one SFT loss of :mod:`swe_srl.train.sft` (the auxiliary SFT term's: NLL of ``</think>`` + expert
+action + EOS given the prompt and the expert thought). The step budget and optimizer settings are read from the same
+``trl.GRPOConfig`` the SRL run builds (:func:`~swe_srl.train.policy.grpo_args`): ``max_steps``, ``learning_rate``,
+``lr_scheduler_type``/``_kwargs``, ``warmup_steps``, ``weight_decay``, ``max_grad_norm``, ``max_completion_length``;
+one step sees ``per_device_train_batch_size × gradient_accumulation_steps / num_generations`` prompts (SRL's prompts
+per step), in micro-batches of ``per_device_train_batch_size / num_generations``. A plain torch loop (as the tiny
+model's format warm-up): no generation, so TRL's trainer machinery would add nothing but configuration to keep equal.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from swe_srl.train.callbacks import MetricsCallback
+from swe_srl.train.config import TrainConfig
+from swe_srl.train.fitting import fit_rows
+from swe_srl.train.heldout import greedy_outputs
+from swe_srl.train.policy import grpo_args, prepare_policy, think_prefix
+from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch
+
+
+def sft_examples(
+    rows: list[dict], tokenizer, prefix: str, max_completion: int
+) -> list[tuple[list[int], Any]]:
+    """(prompt ids, :func:`sft_target`) per (already fitted) row, as the auxiliary SFT term builds them."""
+    examples = []
+    for row in rows:
+        text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
+        prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
+        thought = str(row.get("expert_thought") or "")
+        examples.append(
+            (prompt, sft_target(tokenizer, row["expert_action"], thought, prefix, max_completion))
+        )
+    return examples
+
+
+def batches(count: int, size: int, seed: int):
+    """Endless index batches of ``size`` over ``range(count)``: shuffled epochs, as a data loader would."""
+    rng, order = random.Random(seed), []
+    while True:
+        batch = []
+        while len(batch) < size:
+            if not order:
+                order = list(range(count))
+                rng.shuffle(order)
+            batch.append(order.pop())
+        yield batch
+
+
+class SftPolicy:
+    """The starting policy, its tokenizer and the SRL run's TRL arguments (what the SFT run shares with SRL)."""
+
+    def __init__(self, config: TrainConfig, train_rows: list[dict]) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path, tiny = prepare_policy(config, train_rows)
+        self.args = grpo_args(config, tiny)
+        if tiny and not torch.cuda.is_available():
+            torch.set_num_threads(config.tiny.threads)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = AutoModelForCausalLM.from_pretrained(path)
+        if torch.cuda.is_available():
+            self.model.to("cuda")
+        self.model.name_or_path = path
+        self.prefix = think_prefix(self.tokenizer)
+        self.max_prompt = config.tiny.max_prompt_tokens if tiny else config.max_prompt_tokens
+        self.batch_size = config.eval.batch_size
+
+    def fit(self, rows: list[dict]) -> list[dict]:
+        return fit_rows(rows, self.max_prompt, self.tokenizer) if self.max_prompt else rows
+
+    def greedy(self, rows: list[dict]) -> list[str]:
+        """Greedy outputs on (fitted) ``rows``, as the held-out report decodes them for SRL."""
+        prompts = [r["prompt"] for r in rows]
+        size = self.args.max_completion_length
+        return greedy_outputs(self.model, self.tokenizer, prompts, size, self.batch_size, self.prefix)
+
+
+def train_sft(policy: SftPolicy, train_rows: list[dict], out: Path, seed: int) -> list[float]:
+    """``max_steps`` optimizer steps of the SFT loss; one metrics.jsonl record per step; returns the losses."""
+    import torch
+    from transformers import get_scheduler
+
+    args, model, tokenizer = policy.args, policy.model, policy.tokenizer
+    examples = sft_examples(policy.fit(train_rows), tokenizer, policy.prefix, args.max_completion_length)
+    steps = args.max_steps
+    micro = max(1, args.per_device_train_batch_size // args.num_generations)
+    accumulation = args.gradient_accumulation_steps
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
+    scheduler = get_scheduler(
+        args.lr_scheduler_type,
+        optimizer,
+        num_warmup_steps=args.get_warmup_steps(steps),
+        num_training_steps=steps,
+        scheduler_specific_kwargs=args.lr_scheduler_kwargs or {},
+    )
+    (out / "metrics.jsonl").unlink(missing_ok=True)
+    metrics, pad, device = MetricsCallback(out), tokenizer.pad_token_id, model.device
+    stream, losses = batches(len(examples), micro, seed), []
+    model.train()
+    for step in range(1, steps + 1):
+        total = 0.0
+        for _ in range(accumulation):
+            batch = [examples[i] for i in next(stream)]
+            targets = {k: v.to(device) for k, v in target_batch([t for _, t in batch], pad).items()}
+            loss = completion_nll(
+                model,
+                pad_left([p for p, _ in batch], pad).to(device),
+                pad_left([[1] * len(p) for p, _ in batch], 0).to(device),
+                targets["target_ids"],
+                targets["target_mask"],
+                targets["loss_mask"],
+            )
+            (loss / accumulation).backward()
+            total += loss.item() / accumulation
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+        rate = scheduler.get_last_lr()[0]
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        losses.append(total)
+        metrics.write({"step": step, "loss": total, "sft/loss": total, "grad_norm": float(norm),
+                       "learning_rate": rate, "prompts": micro * accumulation})  # fmt: skip
+    model.eval()
+    return losses
+
+
+def save_policy(policy: SftPolicy, directory: Path) -> None:
+    policy.model.save_pretrained(str(directory))
+    policy.tokenizer.save_pretrained(str(directory))
+
+
+def sft_summary(policy: SftPolicy, losses: list[float], counts: dict[str, Any], out: Path) -> dict[str, Any]:
+    """The SFT run's part of summary.json (the held-out report and paths are added by the caller); the loss as the
+    mean of the first and the last fifth of steps (one step's batch is a few prompts: single steps are noisy)."""
+    fifth = max(1, len(losses) // 5)
+    first = sum(losses[:fifth]) / fifth if losses else float("nan")
+    last = sum(losses[-fifth:]) / fifth if losses else float("nan")
+    return {
+        "stage": "srl",
+        "method": "sft",
+        "model": str(policy.model.name_or_path),
+        "steps": len(losses),
+        **counts,
+        "prompts_per_step": policy.args.per_device_train_batch_size
+        * policy.args.gradient_accumulation_steps
+        // policy.args.num_generations,
+        "learning_rate": policy.args.learning_rate,
+        "loss_first_fifth": first,
+        "loss_last_fifth": last,
+        "loss_fell": bool(last < first),
+        "eval": [],
+        "final_model": str(out / "final"),
+        "metrics": str(out / "metrics.jsonl"),
+        "plot": str(out / "training_curves.png"),
+    }

@@ -1,7 +1,8 @@
 """Pure grading rules: which paths are test files, which model-patch edits are dropped, resolved or not.
 
 Statuses: ``resolved`` / ``unresolved`` (the patch is wrong), ``patch_failed`` (it does not apply), ``error``
-(infrastructure: image build, daemon, harness timeout — never counted as a wrong patch).
+(infrastructure: image build or install, daemon, harness timeout, a test run where neither the patch nor the empty
+patch runs any FAIL_TO_PASS/PASS_TO_PASS test — never counted as a wrong patch; ``reason`` says which).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from swe_srl.benchmark.specs import test_files
 from swe_srl.core.patches import drop_sections, patch_paths
 
 Status = Literal["resolved", "unresolved", "patch_failed", "error"]
+ENV_BUILD = "environment: the image cannot be built or installed"
+ENV_NO_TESTS = "environment: none of FAIL_TO_PASS/PASS_TO_PASS runs, with the empty patch either"
+BROKE_RUN = "none of FAIL_TO_PASS/PASS_TO_PASS ran with this patch (they run with the empty patch)"
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$|(^|/)(pytest|tox)\.ini$"
 )
@@ -33,7 +37,9 @@ class GradeResult:
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent in ``start`` (image + container), ``apply`` and ``tests``."""
     reason: str = ""
-    """Why the verdict: ``timeout`` (tests ran over the timeout), or which tests did not pass."""
+    """Why the verdict: ``timeout`` (tests ran over the timeout), ``environment: …``, or which tests did not pass."""
+    image: dict = field(default_factory=dict)
+    """Provenance of the image graded on: tag, image id, digests, base source, Python (``recipes.image_provenance``)."""
 
     @property
     def resolved(self) -> bool:
@@ -42,7 +48,7 @@ class GradeResult:
     def to_dict(self) -> dict:
         return {"instance_id": self.instance_id, "status": self.status, "tests": self.tests,
                 "reverted_test_files": self.reverted_test_files, "timings": self.timings,
-                "reason": self.reason}  # fmt: skip
+                "reason": self.reason, "image": self.image}  # fmt: skip
 
 
 def is_test_file(path: str, instance: Instance) -> bool:
@@ -72,6 +78,11 @@ def stray_statuses(instance: Instance, tests: dict[str, str], log: str) -> dict[
         return {}
     parsed = parser_for(instance.repo)(log)
     return {t: parsed[t] for t in stray if t in parsed}
+
+
+def ran_any(instance: Instance, tests: dict[str, str]) -> bool:
+    """Whether any FAIL_TO_PASS/PASS_TO_PASS test has a status in ``tests`` (ran, whatever its outcome)."""
+    return any(t in tests for t in (*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS))
 
 
 def verdict(instance: Instance, tests: dict[str, str]) -> Status:

@@ -69,6 +69,10 @@ def register(app: typer.Typer) -> None:
             console.print(f"[red]infra error[/] {error['instance_id']}: {error['error']}", highlight=False)
         if report["no_prediction_ids"]:
             console.print(f"no prediction for {len(report['no_prediction_ids'])} instance(s) (unresolved)")
+        prov = report["provenance"]
+        console.print(f"swe-srl {prov['swe_srl_version']} (git {(prov['git_sha'] or '-')[:12]}), images: "
+                      f"{', '.join(prov['image_sources']) or '-'}, Python {', '.join(prov['pythons']) or '-'}",
+                      highlight=False)  # fmt: skip
         console.print(f"predictions: {out / 'predictions.jsonl'}  report: {out / 'report.json'}")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import typer
@@ -12,7 +11,7 @@ from swe_srl.benchmark.instances import load_instances
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist
 from swe_srl.cli.infra import images_app  # the shared ``images`` group
 from swe_srl.errors import TaskError
-from swe_srl.eval.run import EvalSettings, evaluate
+from swe_srl.grading.validate import VALID, validate
 from swe_srl.infra.recipes import instance_image
 from swe_srl.paths import atomic_write_text
 from swe_srl.synth.bundled import materialize_bundled
@@ -32,7 +31,9 @@ def list_cmd(dataset: str = typer.Argument("bundled")) -> None:
 
 @tasks_app.command("build")
 def build_cmd(
-    validate: bool | None = typer.Option(None, help="re-run every mutation in a container (default: if Docker answers)"),
+    validate: bool | None = typer.Option(
+        None, help="re-run every mutation in a container (default: if Docker answers)"
+    ),
     force: bool = typer.Option(False, "--force", help="rebuild even if the suite is already built"),
 ) -> None:
     """Build the bundled suite from tasks/bundled.json into the cache (PyPI sdists, once); idempotent."""
@@ -40,20 +41,35 @@ def build_cmd(
 
 
 @tasks_app.command("validate")
-def validate_cmd(dataset: str = typer.Argument("bundled"), workers: int = typer.Option(1)) -> None:
-    """Grade gold (must resolve) and empty (must not) patches for every instance of DATASET."""
+def validate_cmd(
+    dataset: str = typer.Argument("bundled"),
+    out: Path = typer.Option(
+        Path("validation"), "-o", "--out", help="state, logs and valid.jsonl (resumable)"
+    ),
+    repos_dir: Path = typer.Option(None, help="folder of local clones (offline)"),
+    workers: int = typer.Option(1, help="instances in parallel"),
+    prune_images: bool = typer.Option(
+        False, "--prune-images", help="remove each instance image once validated"
+    ),
+) -> None:
+    """Grade gold (must resolve) and empty (must not) patches for every instance of DATASET.
 
-    instances = load_instances(dataset)
-    with tempfile.TemporaryDirectory() as tmp:
-        gold = evaluate(EvalSettings("gold", direct=True), instances, Path(tmp) / "gold", workers=workers)
-        empty = evaluate(EvalSettings("empty", direct=True), instances, Path(tmp) / "empty", workers=workers)
-    bad = [i for i, s in gold["per_instance"].items() if s != "resolved"]
-    bad += [i for i, s in empty["per_instance"].items() if s == "resolved"]
-    typer.echo(f"gold {gold['resolved']}/{gold['total']}, empty {empty['resolved']}/{empty['total']}")
+    Prints each instance's verdicts with their causes; writes OUT/valid.jsonl, the records of the environment-valid
+    instances (use it as --dataset). A rerun skips instances already validated on the same image.
+    """
+
+    def show(iid: str, entry: dict, skipped: bool) -> None:
+        mark = "ok" if entry["valid"] else "INVALID"
+        causes = "; ".join(f"{k}: {entry[k + '_cause']}" for k in ("gold", "empty") if entry[k + "_cause"])
+        typer.echo(f"{iid}: {mark} gold={entry['gold']} empty={entry['empty']}"
+                   + (" (validated before)" if skipped else "") + (f" — {causes}" if causes else ""))  # fmt: skip
+
+    state = validate(load_instances(dataset), out, repos_dir=repos_dir, workers=workers,
+                     prune_images=prune_images, progress=show)  # fmt: skip
+    bad = sorted(i for i, e in state.items() if not e["valid"])
+    typer.echo(f"{len(state) - len(bad)}/{len(state)} environment-valid → {out / VALID}")
     if bad:
-        raise TaskError(
-            f"invalid instances (gold unresolved or empty resolved): {', '.join(sorted(set(bad)))}"
-        )
+        raise TaskError(f"invalid instances (gold not resolved or empty not unresolved): {', '.join(bad)}")
 
 
 @tasks_app.command("synth")

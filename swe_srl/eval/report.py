@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import math
+import subprocess
 from collections import Counter, defaultdict
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+
+from swe_srl import __version__
 
 ERROR = "error"
 INTERRUPTED = "interrupted"
@@ -18,6 +24,39 @@ UNGRADED = (ERROR, INTERRUPTED, NO_PREDICTION)
 
 def _rate(part: int | float, whole: int | float) -> float:
     return part / whole if whole else 0.0
+
+
+def wilson_interval(successes: int, total: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95% for ``z=1.96``); ``(0.0, 1.0)`` when ``total`` is 0."""
+    if total <= 0:
+        return 0.0, 1.0
+    p, z2 = successes / total, z * z
+    centre = (p + z2 / (2 * total)) / (1 + z2 / total)
+    half = z * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total)) / (1 + z2 / total)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@cache
+def git_sha() -> str | None:
+    """The commit of the swe-srl checkout this code runs from (None for a wheel or without git)."""
+    try:
+        proc = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (proc.stdout.strip() or None) if proc.returncode == 0 else None
+
+
+def provenance(records: list[dict]) -> dict[str, Any]:
+    """swe-srl version and git SHA, and per instance the image graded on (tag, id, digests, source, Python)."""
+    images = {r["instance_id"]: r["image"] for r in records if r.get("image")}
+    return {
+        "swe_srl_version": __version__,
+        "git_sha": git_sha(),
+        "image_sources": sorted({str(i.get("image_source")) for i in images.values()}),
+        "pythons": sorted({str(i.get("python")) for i in images.values()}),
+        "images": images,
+    }
 
 
 def _per_repo(records: list[dict]) -> dict[str, dict[str, Any]]:
@@ -38,7 +77,8 @@ def _per_repo(records: list[dict]) -> dict[str, dict[str, Any]]:
 def build_report(records: list[dict], *, policy: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """Resolved % overall (over every instance, infra errors, interrupted instances and missing predictions counted
     as unresolved) and per repo, mean steps and format-error rate (over episodes), exit reasons, infra errors
-    listed apart, the ids of interrupted instances and of missing predictions, and each instance's status."""
+    listed apart, the ids of interrupted instances and of missing predictions, and each instance's status; the
+    resolved rate's 95% Wilson interval and the provenance (swe-srl version, git SHA, images per instance)."""
     statuses = Counter(r["status"] for r in records)
     episodes = [r for r in records if r.get("exit_reason") not in (None, "direct")]
     calls = sum(r.get("steps", 0) for r in episodes)
@@ -53,6 +93,8 @@ def build_report(records: list[dict], *, policy: str, meta: dict[str, Any] | Non
         "resolved": statuses["resolved"],
         "resolved_rate": _rate(statuses["resolved"], len(records)),
         "resolved_rate_graded": _rate(statuses["resolved"], graded),
+        "resolved_rate_ci95": list(wilson_interval(statuses["resolved"], len(records))),
+        "provenance": provenance(records),
         "per_repo": _per_repo(records),
         "mean_steps": _rate(calls, len(episodes)),
         "format_errors": format_errors,
@@ -79,12 +121,13 @@ def summary_tables(report: dict[str, Any], title: str) -> list:
     """Two rich tables: the overall figures, then resolved % per repo."""
 
     overall = Table(title=title)
-    for column in ("instances", "resolved", "rate", "mean steps", "format errors", "infra errors"):
+    for column in ("instances", "resolved", "rate", "95% CI", "mean steps", "format errors", "infra errors"):
         overall.add_column(column, justify="right")
     overall.add_row(
         str(report["total"]),
         str(report["resolved"]),
         f"{report['resolved_rate']:.1%}",
+        "{:.1%}–{:.1%}".format(*report.get("resolved_rate_ci95", (0.0, 1.0))),
         f"{report['mean_steps']:.1f}",
         f"{report['format_error_rate']:.1%}",
         str(len(report["errors"])),

@@ -5,8 +5,9 @@ picklable, so the local process pool and Ray run the same code): episode → cle
 record (trajectory and log included). The driver writes every result as it arrives, atomically, in this order::
 
     OUT/trajectories/<id>.jsonl   native trajectory (replayable: ``--policy replay:…``; decomposable)
-    OUT/logs/<id>.log             grading log
-    OUT/results/<id>.json         the record: its presence marks the instance as finished
+    OUT/logs/<id>.log             grading log (full; the record's ``log_path``)
+    OUT/results/<id>.json         the record (``error``: the cause and the log's last lines; ``image``: provenance);
+                                  its presence marks the instance as finished
     OUT/predictions.jsonl         SWE-bench predictions of all finished instances (rewritten)
     OUT/report.json               see :func:`swe_srl.eval.report.build_report` (rewritten)
 
@@ -41,6 +42,7 @@ from swe_srl.eval.predictions import Prediction, predictions_path, read_predicti
 from swe_srl.eval.report import ERROR, INTERRUPTED, NO_PREDICTION
 from swe_srl.eval.rundir import RunDir
 from swe_srl.grading.runner import grade
+from swe_srl.grading.timeouts import log_tail
 from swe_srl.infra.executor import LocalExecutor, Task, TaskFailed, make_executor
 from swe_srl.infra.sandbox.base import Limits
 from swe_srl.trajectories.oracle import oracle_setting
@@ -157,7 +159,8 @@ def eval_instance(instance: Instance, settings: EvalSettings, patch: str | None 
                            timeout=settings.grade_timeout_s)  # fmt: skip
             record |= graded.to_dict() | {"log": graded.log}
             if graded.status == ERROR:
-                record["error"] = f"grading failed (infra): {graded.log[-500:]}"
+                cause = graded.reason or "infrastructure"
+                record["error"] = f"grading failed ({cause}); the test log ends:\n{log_tail(graded.log)}"
         except Exception as exc:  # grading infrastructure, not the patch
             record |= {
                 "status": ERROR,

@@ -45,6 +45,7 @@ class RunDir:
         if trajectory is not None:
             write_jsonl(self.out / "trajectories" / f"{iid}.jsonl", [Trajectory.from_dict(trajectory)])
         atomic_write_text(self.out / "logs" / f"{iid}.log", log)
+        record["log_path"] = f"logs/{iid}.log"
         atomic_write_text(self.out / "results" / f"{iid}.json", json.dumps(record, indent=1))
         return record
 

@@ -34,11 +34,19 @@ from pathlib import Path
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, parse_report, parser_for
 from swe_srl.benchmark.specs import eval_prelude, test_command
-from swe_srl.benchmark.verdicts import GradeResult, stray_statuses, strip_test_edits, verdict
+from swe_srl.benchmark.verdicts import (
+    ENV_BUILD,
+    GradeResult,
+    ran_any,
+    stray_statuses,
+    strip_test_edits,
+    verdict,
+)
 from swe_srl.core.patches import patch_paths
-from swe_srl.errors import SweSrlError
+from swe_srl.errors import ImageBuildError, SweSrlError
 from swe_srl.grading.neutralize import drop_control_files, is_pytest_config, restore_pytest_sections
-from swe_srl.grading.timeouts import timeout_verdict, unresolved_reason
+from swe_srl.grading.timeouts import no_tests_verdict, remember_empty, timeout_verdict, unresolved_reason
+from swe_srl.infra.recipes import image_provenance, instance_image
 from swe_srl.infra.sandbox.base import Sandbox
 from swe_srl.infra.sandbox.factory import GRADING_GRACE_S, GRADING_TIMEOUT_S, open_sandbox
 
@@ -136,7 +144,7 @@ def run_tests_logged(
         if check.exit_code != 0:
             ok, out = _apply(sandbox, instance.test_patch)
             if not ok:
-                raise SweSrlError(f"{instance.instance_id}: the test_patch does not apply: {out[-500:]}")
+                raise SweSrlError(f"{instance.instance_id}: the test_patch does not apply: {out}")
     command = test_command(instance)
     prelude = " && ".join(["cd /testbed", *eval_prelude(instance)])
     if not _PYTEST.match(command):
@@ -205,12 +213,19 @@ def grade(
     result.reverted_test_files += controls
     clock, timed_out = time.perf_counter(), False
     try:
+        tag = instance_image(instance, repos_dir=repos_dir)
+        result.image = image_provenance(instance, tag)
+    except SweSrlError as exc:  # the image cannot be built or installed (or no engine answers)
+        result.reason = ENV_BUILD if isinstance(exc, ImageBuildError) else "infrastructure"
+        result.log = f"{result.reason}: {type(exc).__name__}: {exc}"
+        return result
+    try:
         limits = {
             "command_timeout_s": timeout,
             "episode_timeout_s": timeout + GRADING_GRACE_S,
             "output_limit_bytes": CHANNEL_LIMIT,
         }
-        with open_sandbox(instance, profile="grading", repos_dir=repos_dir, limits=limits) as sandbox:
+        with open_sandbox(tag, profile="grading", base_commit=instance.base_commit, limits=limits) as sandbox:
             result.timings["start"] = time.perf_counter() - clock
             setup = probe_pytest(sandbox, instance)  # before the patch: its entry points do not count
             base = {p: _read(sandbox, p) for p in sorted(patch_paths(patch)) if is_pytest_config(p)}
@@ -230,8 +245,15 @@ def grade(
     except SweSrlError as exc:
         result.status, result.log = "error", f"{type(exc).__name__}: {exc}"
         return result
+    empty = lambda: grade(instance, "", repos_dir=repos_dir, timeout=timeout)  # noqa: E731
+    note = ""
     if timed_out:  # the patch's fault unless the empty patch times out too (timeouts.py)
-        empty = lambda: grade(instance, "", repos_dir=repos_dir, timeout=timeout)  # noqa: E731
         result.status, result.reason, note = timeout_verdict(instance, patch, timeout, empty)
-        result.log += note
+    elif not ran_any(instance, result.tests):  # the patch's fault unless the empty patch runs none either
+        if not patch.strip():
+            remember_empty(instance, tag, result)
+        result.status, result.reason, note = no_tests_verdict(instance, tag, patch, empty)
+    elif not patch.strip():
+        remember_empty(instance, tag, result)
+    result.log += note
     return result

@@ -1,8 +1,12 @@
-"""Whose fault a verdict is: tests over the timeout, and the reason an unresolved patch is unresolved.
+"""Whose fault a verdict is: tests over the timeout, no target test run, and why an unresolved patch is unresolved.
 
 Tests that run over the grading timeout are the patch's doing (``unresolved``, reason ``timeout``) unless the empty
 patch times out too on the same instance: then it is the environment (``error``). The empty patch's outcome is
 remembered per instance and timeout for the process, so a run pays for that check once.
+
+Likewise a patch after which none of FAIL_TO_PASS/PASS_TO_PASS ran is ``unresolved`` (it broke the run, e.g. its
+imports) when the empty patch runs some of them on the same image, and ``error`` (the harness or environment) when
+the empty patch runs none either. The empty patch is graded only for such a patch, once per image and test command.
 """
 
 from __future__ import annotations
@@ -11,10 +15,44 @@ from collections.abc import Callable
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.logparse import PASSING
-from swe_srl.benchmark.verdicts import GradeResult
+from swe_srl.benchmark.specs import test_command
+from swe_srl.benchmark.verdicts import BROKE_RUN, ENV_NO_TESTS, GradeResult, ran_any
 
 TIMEOUT = "timeout"
 _EMPTY_TIMES_OUT: dict[tuple[str, float], bool] = {}
+_EMPTY_RUNS: dict[tuple, tuple[bool, str]] = {}
+"""(image tag, test command, target tests) → (the empty patch ran some target test, the end of its log)."""
+TAIL_LINES = 30
+
+
+def log_tail(log: str, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` lines of ``log``."""
+    return "\n".join(log.splitlines()[-lines:])
+
+
+def _key(instance: Instance, image: str) -> tuple:
+    return image, test_command(instance), tuple(instance.FAIL_TO_PASS), tuple(instance.PASS_TO_PASS)
+
+
+def remember_empty(instance: Instance, image: str, result: GradeResult) -> None:
+    """Record what the empty patch's run on ``image`` showed (``grade`` calls it for every empty patch)."""
+    _EMPTY_RUNS[_key(instance, image)] = (ran_any(instance, result.tests), log_tail(result.log))
+
+
+def no_tests_verdict(
+    instance: Instance, image: str, patch: str, grade_empty: Callable[[], GradeResult]
+) -> tuple[str, str, str]:
+    """(status, reason, log note) of a run where no FAIL_TO_PASS/PASS_TO_PASS test ran with ``patch``."""
+    key = _key(instance, image)
+    if not patch.strip():
+        return "error", ENV_NO_TESTS, f"\n[swe-srl: {ENV_NO_TESTS}]"
+    if key not in _EMPTY_RUNS:
+        empty = grade_empty()  # remembers its own run (before its notes)
+        _EMPTY_RUNS.setdefault(key, (ran_any(instance, empty.tests), log_tail(empty.log)))
+    empty_ran, tail = _EMPTY_RUNS[key]
+    if empty_ran:
+        return "unresolved", BROKE_RUN, f"\n[swe-srl: unresolved: {BROKE_RUN}]"
+    return "error", ENV_NO_TESTS, f"\n[swe-srl: {ENV_NO_TESTS}; the empty patch's test log ends:\n{tail}\n]"
 
 
 def timeout_verdict(

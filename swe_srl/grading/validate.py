@@ -1,0 +1,101 @@
+"""``swe-srl tasks validate``: grade the gold patch (must resolve) and the empty patch (must not) of every instance.
+
+An instance is *environment-valid* when both verdicts are as they must be and neither is an ``error``. Into ``OUT``::
+
+    OUT/validation.json        per instance: image tag, gold/empty status and cause, valid or not (the resume state)
+    OUT/logs/<id>.{gold,empty}.log   the full test logs
+    OUT/valid.jsonl            the records of the environment-valid instances: a dataset (``--dataset OUT/valid.jsonl``)
+
+Resumable: an instance already in ``validation.json`` with the same image tag is skipped (a changed recipe, hence
+tag, validates it again). ``prune_images``: each instance image is removed once its instance is validated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import docker
+
+from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.verdicts import GradeResult
+from swe_srl.errors import SweSrlError
+from swe_srl.grading.runner import grade
+from swe_srl.grading.timeouts import log_tail
+from swe_srl.infra.engine import docker_client
+from swe_srl.infra.recipes import instance_image_name
+from swe_srl.paths import atomic_write_text
+
+STATE, VALID = "validation.json", "valid.jsonl"
+
+
+def _cause(result: GradeResult) -> str:
+    return result.reason or ("" if result.status == "resolved" else log_tail(result.log, 5))
+
+
+def _tag(instance: Instance, repos_dir: Path | None) -> str:
+    try:
+        return instance_image_name(instance, repos_dir=repos_dir)
+    except SweSrlError as exc:  # no source for the repo: grading says so as the cause
+        return f"<unknown: {type(exc).__name__}>"
+
+
+def validate_one(instance: Instance, out: Path, repos_dir: Path | None, tag: str) -> dict[str, Any]:
+    """Grade the empty then the gold patch (the gold one reuses the empty run's probe); the state entry."""
+    entry: dict[str, Any] = {"image": tag}
+    for name, patch in (("empty", ""), ("gold", instance.patch)):
+        result = grade(instance, patch, repos_dir=repos_dir)
+        log = out / "logs" / f"{instance.instance_id}.{name}.log"
+        atomic_write_text(log, result.log)
+        entry |= {name: result.status, f"{name}_cause": _cause(result), f"{name}_log": str(log)}
+        entry.setdefault("provenance", result.image)
+    entry["valid"] = entry["gold"] == "resolved" and entry["empty"] in ("unresolved", "patch_failed")
+    return entry
+
+
+def _prune(tag: str) -> None:
+    with contextlib.suppress(docker.errors.APIError):  # gone already, or in use by a container of another run
+        docker_client().images.remove(tag, force=True)
+
+
+def validate(
+    instances: list[Instance],
+    out: Path,
+    *,
+    repos_dir: Path | None = None,
+    workers: int = 1,
+    prune_images: bool = False,
+    progress: Callable[[str, dict[str, Any], bool], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Validate ``instances`` into ``out`` (see module doc); returns the state (id → entry) of these instances.
+
+    ``progress(instance_id, entry, skipped)`` is called per instance as it finishes.
+    """
+    out = Path(out)
+    path = out / STATE
+    state: dict[str, dict] = json.loads(path.read_text()) if path.exists() else {}
+    lock = threading.Lock()
+
+    def one(instance: Instance) -> None:
+        iid, tag = instance.instance_id, _tag(instance, repos_dir)
+        skipped = state.get(iid, {}).get("image") == tag
+        if not skipped:
+            entry = validate_one(instance, out, repos_dir, tag)
+            if prune_images:
+                _prune(tag)
+            with lock:
+                state[iid] = entry
+                atomic_write_text(path, json.dumps(state, indent=1, sort_keys=True))
+        if progress:
+            progress(iid, state[iid], skipped)
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        list(pool.map(one, instances))
+    valid = [i.to_record() for i in instances if state[i.instance_id]["valid"]]
+    atomic_write_text(out / VALID, "".join(json.dumps(r) + "\n" for r in valid))
+    return {i.instance_id: state[i.instance_id] for i in instances}

@@ -142,16 +142,12 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     return trainer, evaluator
 
 
-def heldout_outputs(config: TrainConfig, trainer, test_rows: list[dict]) -> tuple[list[dict], list[str]]:
-    """Every test row fitted as the model sees it, and the greedy outputs of ``trainer.model`` as it is now."""
-    tokenizer = trainer.processing_class
-    rows = (
-        fit_rows(test_rows, trainer.fit_prompt_tokens, tokenizer) if trainer.fit_prompt_tokens else test_rows
-    )
+def heldout_outputs(config: TrainConfig, trainer, rows: list[dict]) -> list[str]:
+    """Greedy outputs of ``trainer.model`` as it is now on ``rows`` (fitted: ``trainer.fit_prompt_tokens``)."""
     prompts = [r["prompt"] for r in rows]
     size = trainer.args.max_completion_length
-    return rows, greedy_outputs(
-        trainer.model, tokenizer, prompts, size, config.eval.batch_size, trainer.format_prefix
+    return greedy_outputs(
+        trainer.model, trainer.processing_class, prompts, size, config.eval.batch_size, trainer.format_prefix
     )
 
 
@@ -276,13 +272,15 @@ def run_training(
 
     trainer.model_card = card
     # the starting policy's outputs on every test sample, before any step (on resume: the run's starting model)
-    fitted_test, initial_outputs = heldout_outputs(config, trainer, test_rows)
+    budget = trainer.fit_prompt_tokens
+    fitted_test = fit_rows(test_rows, budget, trainer.processing_class) if budget else test_rows
+    initial_outputs = heldout_outputs(config, trainer, fitted_test)
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
     counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}
     summary = summarize(config, trainer, evaluator, {**counts, "test_samples": len(test_rows)})
-    _, final_outputs = heldout_outputs(config, trainer, test_rows)
+    final_outputs = heldout_outputs(config, trainer, fitted_test)  # the same fitted prompts, fitted once
     held = (train_rows, fitted_test, initial_outputs, final_outputs)
     write_summary(config, summary, held, trainer.processing_class, console, started, command)
     atomic_write_text(out / "final" / "README.md", card(summary))

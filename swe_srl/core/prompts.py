@@ -121,7 +121,8 @@ class TokenCounter:
     def __init__(self, tokenizer: Any = None, *, count: Callable[[str], int] | None = None) -> None:
         self.tokenizer = tokenizer
         self._count = count or (approx_tokens if tokenizer is None else None)
-        self._memo: dict[str, list[int] | int] = {}
+        self._ids: dict[str, list[int]] = {}
+        self._counts: dict[str, int] = {}
         self._roles: dict[str, int] = {}
         self.generation = 0
         if tokenizer is not None and hasattr(tokenizer, "apply_chat_template"):
@@ -131,20 +132,20 @@ class TokenCounter:
 
     def ids(self, text: str) -> list[int]:
         """Token ids of ``text`` (a tokenizer is required)."""
-        if text not in self._memo or isinstance(self._memo[text], int):
+        if text not in self._ids:
             if hasattr(self.tokenizer, "apply_chat_template"):
                 ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
             else:
                 encoded = self.tokenizer.encode(text, add_special_tokens=False)
                 ids = list(encoded.ids) if hasattr(encoded, "ids") else list(encoded)
-            self._memo[text] = ids
-        return self._memo[text]  # type: ignore[return-value]
+            self._ids[text] = ids
+        return self._ids[text]
 
     def __call__(self, text: str) -> int:
         if self._count is not None:
-            if text not in self._memo:
-                self._memo[text] = self._count(text)
-            return self._memo[text]  # type: ignore[return-value]
+            if text not in self._counts:
+                self._counts[text] = self._count(text)
+            return self._counts[text]
         return len(self.ids(text))
 
     def _template(self, messages: list[dict[str, str]], generation: bool = False) -> int:

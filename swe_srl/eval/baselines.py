@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swe_srl.core.actions import format_output
@@ -89,12 +89,3 @@ def compare(
             "beats": interval["mean_diff"] >= margin and interval["low"] > 0,
         }
     return out
-
-
-def score_all(
-    outputs: Sequence[str],
-    rows: Sequence[Mapping[str, Any]],
-    score: Callable[[str, Mapping[str, Any]], float],
-) -> list[float]:
-    """``score(output, row)`` for each (output, row) pair."""
-    return [score(output, row) for output, row in zip(outputs, rows, strict=True)]

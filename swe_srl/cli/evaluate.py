@@ -9,9 +9,11 @@ from rich.console import Console
 
 from swe_srl.agent.policies import POLICY_SPECS
 from swe_srl.benchmark.instances import load_instances, select_instances
+from swe_srl.cli.infra import IMAGE_SOURCE_HELP
 from swe_srl.errors import TaskError
 from swe_srl.eval.report import summary_tables
 from swe_srl.eval.run import EvalSettings, evaluate
+from swe_srl.infra.sources import select_image_source
 
 
 def register(app: typer.Typer) -> None:
@@ -34,6 +36,7 @@ def register(app: typer.Typer) -> None:
         episode_timeout: float = typer.Option(1800, help="wall clock of one episode (s)"),
         timeout: float = typer.Option(1800, help="test command timeout when grading (s)"),
         direct_patch: bool = typer.Option(False, help="gold|empty: grade the patch without an episode"),
+        image_source: str = typer.Option(None, "--image-source", help=IMAGE_SOURCE_HELP),
     ) -> None:  # fmt: skip
         """Run POLICY as an agent in SWEEnv on every instance of DATASET and grade the patches SWE-bench style.
 
@@ -41,6 +44,7 @@ def register(app: typer.Typer) -> None:
         instances in flight as interrupted: the same command resumes.
         """
 
+        select_image_source(image_source)
         console = Console()
         settings = EvalSettings(policy, base_url=base_url, model=model, max_steps=max_steps,
                                 episode_timeout_s=episode_timeout, max_new_tokens=max_new_tokens,

@@ -8,10 +8,12 @@ import typer
 from rich.console import Console
 
 from swe_srl.benchmark.instances import load_instances
+from swe_srl.cli.infra import IMAGE_SOURCE_HELP
 from swe_srl.env.debug_shell import open_shell
 from swe_srl.errors import TaskError, TrajectoryFormatError
 from swe_srl.eval.replay import render_table, replay
 from swe_srl.infra.executor import Task, make_executor
+from swe_srl.infra.sources import select_image_source
 from swe_srl.trajectories.importers import import_trajectories
 from swe_srl.trajectories.schema import write_jsonl
 from swe_srl.trajectories.scripted import scripted_trajectories
@@ -92,9 +94,11 @@ def shell_cmd(
     trajectory: str | None = typer.Option(None, help="Expert trajectory file (for --step)."),
     step: int | None = typer.Option(None, help="Start at the expert state before this step (0-based)."),
     repos_dir: Path | None = typer.Option(None, help="Local clones of the task repositories."),
+    image_source: str | None = typer.Option(None, "--image-source", help=IMAGE_SOURCE_HELP),
 ) -> None:
     """Interactive bash in the episode's container; the container is removed on exit or Ctrl-C."""
 
+    select_image_source(image_source)
     traj = _trajectory(trajectory, None, instance_id)[0] if trajectory else None
     code = open_shell(_instance(dataset, instance_id), trajectory=traj, step=step, repos_dir=repos_dir)
     raise typer.Exit(code)

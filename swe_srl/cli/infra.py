@@ -7,7 +7,17 @@ from rich.console import Console
 
 from swe_srl.infra.engine import ensure_debootstrap, ensure_engine
 from swe_srl.infra.images import ensure_base_image, resolve_source
+from swe_srl.infra.official import official_image_name
 from swe_srl.infra.sandbox.janitor import reap
+from swe_srl.infra.sources import SOURCES, check_source, probe_image
+
+IMAGE_SOURCE_HELP = (
+    "where instance images come from: auto (default: the official image if here or pullable, else "
+    "python:X.Y-slim if pullable, else debootstrap) | swebench (official prebuilt images) | registry "
+    "(python:X.Y-slim, the spec's X.Y) | debootstrap (offline); or $SWE_SRL_IMAGE_SOURCE"
+)
+REGISTRY_CHECK = "django__django-11099"
+"""An instance whose official image ``setup --source swebench`` asks the registry about."""
 
 images_app = typer.Typer(help="Build images (base → env → instance).", no_args_is_help=True)
 """The ``images`` group; other areas add their subcommands (e.g. ``images build``) to it."""
@@ -20,18 +30,25 @@ def setup(
     with_313: bool = typer.Option(
         False, "--with-3.13", help="Also build the Python 3.13 (trixie) base image."
     ),
-    source: str = typer.Option("auto", help="Base image source: auto | debootstrap | registry."),
-) -> None:
+    source: str = typer.Option("auto", help=f"Image source: {' | '.join(SOURCES)} (swebench: official images "
+                               "are pulled per instance on first use; the base images are still built for tasks "
+                               "without one, e.g. the bundled suite)."),
+) -> None:  # fmt: skip
     """Install/start the Docker engine if needed (root on Linux) and build the base images. Idempotent."""
 
+    check_source(source)
     console = Console(stderr=True)
     console.print(f"[green]engine:[/] {ensure_engine(console)}")
+    if source == "swebench":
+        found, what = probe_image(official_image_name(REGISTRY_CHECK))
+        console.print(f"[{'green' if found else 'yellow'}]official images:[/] {REGISTRY_CHECK}: {what}")
+        source = "auto"
     if source in ("auto", "debootstrap"):
         ensure_debootstrap(console)
     versions = [*python, *(["3.13"] if with_313 and "3.13" not in python else [])]
     for version in versions:
         console.print(
-            f"[green]base {version} ({resolve_source(source)}):[/] {ensure_base_image(version, source=source, console=console)}"
+            f"[green]base {version} ({resolve_source(source, version)}):[/] {ensure_base_image(version, source=source, console=console)}"
         )
     console.print("[bold green]setup done[/]")
 

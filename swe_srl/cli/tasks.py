@@ -9,10 +9,11 @@ import typer
 
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist
-from swe_srl.cli.infra import images_app  # the shared ``images`` group
+from swe_srl.cli.infra import IMAGE_SOURCE_HELP, images_app  # the shared ``images`` group
 from swe_srl.errors import TaskError
 from swe_srl.grading.validate import VALID, validate
 from swe_srl.infra.recipes import instance_image
+from swe_srl.infra.sources import select_image_source
 from swe_srl.paths import atomic_write_text
 from swe_srl.synth.bundled import materialize_bundled
 from swe_srl.synth.synthesis import Library, LocalRunner, candidate_recipes, synthesize
@@ -51,12 +52,15 @@ def validate_cmd(
     prune_images: bool = typer.Option(
         False, "--prune-images", help="remove each instance image once validated"
     ),
+    image_source: str = typer.Option(None, "--image-source", help=IMAGE_SOURCE_HELP),
 ) -> None:
     """Grade gold (must resolve) and empty (must not) patches for every instance of DATASET.
 
     Prints each instance's verdicts with their causes; writes OUT/valid.jsonl, the records of the environment-valid
     instances (use it as --dataset). A rerun skips instances already validated on the same image.
     """
+
+    select_image_source(image_source)
 
     def show(iid: str, entry: dict, skipped: bool) -> None:
         mark = "ok" if entry["valid"] else "INVALID"
@@ -97,9 +101,14 @@ def synth_cmd(
     typer.echo(f"{len(records)}/{len(cands)} tasks kept → {out / 'instances.jsonl'}")
 
 
-def images_build_cmd(dataset: str = typer.Option("bundled"), repos_dir: Path = typer.Option(None)) -> None:
-    """Build the env + instance images of every instance of DATASET."""
+def images_build_cmd(
+    dataset: str = typer.Option("bundled"),
+    repos_dir: Path = typer.Option(None),
+    image_source: str = typer.Option(None, "--image-source", help=IMAGE_SOURCE_HELP),
+) -> None:
+    """Build (or pull, for official images) the instance images of every instance of DATASET."""
 
+    select_image_source(image_source)
     for inst in load_instances(dataset):
         typer.echo(f"{inst.instance_id}: {instance_image(inst, repos_dir=repos_dir)}")
 

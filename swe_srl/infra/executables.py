@@ -24,6 +24,14 @@ LIST_SCRIPT = (
 )
 """Bash (builtins only): the basename of every executable regular file in the ``PATH`` directories."""
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+SESSION_INIT_LABEL = "swe-srl.session-init"
+"""Image label: shell lines every session on the image runs first, at top level (official images: conda's activation
+of ``testbed``, ``infra/official.py``); the listing below runs them too, so it sees the session's ``PATH``."""
+
+
+def session_init(labels: dict[str, str] | None) -> str:
+    """The session init of an image with these labels (``""``: none)."""
+    return (labels or {}).get(SESSION_INIT_LABEL, "")
 
 
 def _cache_path(tag: str):
@@ -34,8 +42,10 @@ def list_executables(tag: str) -> frozenset[str]:
     """Scan ``tag``'s ``PATH`` in a throwaway container (no network) and store the names; returns them."""
     client = docker_client()
     try:
+        init = session_init(client.images.get(tag).labels)
+        script = f"{{ {init}; }} >/dev/null 2>&1; {LIST_SCRIPT}" if init else LIST_SCRIPT
         out = client.containers.run(
-            tag, ["bash", "--noprofile", "--norc", "-c", LIST_SCRIPT], remove=True, network_mode="none"
+            tag, ["bash", "--noprofile", "--norc", "-c", script], remove=True, network_mode="none"
         )
     except docker.errors.ImageNotFound:
         raise ImageNotFound(

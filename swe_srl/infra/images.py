@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -35,9 +34,9 @@ from swe_srl.infra.image_build import (
     run_logged,
     unmount_under,
 )
+from swe_srl.infra.sources import resolve_source
 
 SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
-SOURCES = ("auto", "debootstrap", "registry")
 CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem")
 IMAGE_CA_PATH = "/etc/ssl/certs/ca-certificates.crt"
 BASE_ENV = {
@@ -86,20 +85,6 @@ def host_ca_bundle() -> Path:
     )
 
 
-def resolve_source(source: str = "auto") -> str:
-    """``auto`` → ``$SWE_SRL_BASE_SOURCE`` if set, else ``debootstrap`` when it can run here, else ``registry``."""
-    if source == "auto":
-        source = os.environ.get("SWE_SRL_BASE_SOURCE", "auto")
-    if source not in SOURCES:
-        raise ConfigError(
-            f"base image source {source!r}: use one of {', '.join(SOURCES)} (or SWE_SRL_BASE_SOURCE)"
-        )
-    if source == "auto":
-        can_bootstrap = shutil.which("debootstrap") is not None and os.geteuid() == 0
-        source = "debootstrap" if can_bootstrap else "registry"
-    return source
-
-
 def _recipe_dir() -> Path:
     return paths.resource_dir("images") / "base"
 
@@ -111,14 +96,16 @@ def _packages() -> list[str]:
 
 def base_image_tag(python: str = "3.11", *, source: str = "auto") -> str:
     """The tag :func:`ensure_base_image` builds for ``python`` (content hash of the recipe and CA bundle)."""
-    if python not in SUITES:
-        raise ConfigError(f"python={python!r}: base images exist for {', '.join(SUITES)}")
-    source = resolve_source(source)
+    source = resolve_source(source, python)
+    if source == "debootstrap" and python not in SUITES:
+        raise ConfigError(f"python={python!r}: debootstrap base images exist for {', '.join(SUITES)}")
+    if not re.fullmatch(r"3\.\d+", python):
+        raise ConfigError(f"python={python!r}: base images need a Python X.Y such as 3.11")
     recipe = _recipe_dir()
     parts = [
         source,
         python,
-        SUITES[python],
+        SUITES.get(python, "slim"),
         repr(sorted(BASE_ENV.items())),
         (recipe / "packages.txt").read_bytes(),
     ]
@@ -130,8 +117,8 @@ def base_image_tag(python: str = "3.11", *, source: str = "auto") -> str:
 def ensure_base_image(python: str = "3.11", *, source: str = "auto", console: Console | None = None) -> str:
     """Build the base image for ``python`` unless its tag exists; return the tag.
 
-    ``source``: ``debootstrap`` (offline, Debian mirror only; needs root), ``registry`` (``python:X.Y-slim``) or
-    ``auto``. Raises ``ImageBuildError`` with the build log's tail on failure.
+    ``source``: ``debootstrap`` (offline, Debian mirror only; needs root; 3.9, 3.11, 3.13), ``registry``
+    (``python:X.Y-slim``, any X.Y) or ``auto`` (``sources.resolve_source``). Raises ``ImageBuildError`` with the build log's tail on failure.
     """
     tag = base_image_tag(python, source=source)
     if image_exists(tag):
@@ -139,7 +126,7 @@ def ensure_base_image(python: str = "3.11", *, source: str = "auto", console: Co
     with file_lock(tag):
         if image_exists(tag):
             return tag
-        if resolve_source(source) == "debootstrap":
+        if resolve_source(source, python) == "debootstrap":
             _bootstrap_base(python, tag, console)
         else:
             _registry_base(python, tag, console)
@@ -212,11 +199,13 @@ class EnvRecipe:
     name: str
     python: str
     setup_script: str
+    source: str = "auto"
+    """The base image's source (``resolve_source``): ``registry`` takes any X.Y, ``debootstrap`` 3.9/3.11/3.13."""
 
 
 def env_image_tag(recipe: EnvRecipe) -> str:
     """``swe-srl/env:{name}-{hash}`` where the hash covers the base image tag and the setup script."""
-    base = base_image_tag(recipe.python)
+    base = base_image_tag(recipe.python, source=recipe.source)
     return f"swe-srl/env:{safe_tag(recipe.name)}-{recipe_hash(base, recipe.setup_script)}"
 
 
@@ -225,7 +214,7 @@ def ensure_env_image(recipe: EnvRecipe, *, console: Console | None = None) -> st
     tag = env_image_tag(recipe)
     if image_exists(tag):
         return tag
-    base = ensure_base_image(recipe.python, console=console)
+    base = ensure_base_image(recipe.python, source=recipe.source, console=console)
     with file_lock(tag):
         if not image_exists(tag):
             dockerfile = (

@@ -1,4 +1,9 @@
-"""Instance images from SWE-bench specs: spec → env recipe (Python + deps) → instance recipe (/testbed @ commit)."""
+"""Instance images from SWE-bench specs: spec → env recipe (Python + deps) → instance recipe (/testbed @ commit).
+
+The image source (``infra/sources.py``) decides per instance: ``swebench`` takes the official image
+(``infra/official.py``); ``registry`` builds the recipes on ``python:X.Y-slim`` with the spec's exact X.Y;
+``debootstrap`` on the offline base with the nearest suite's Python at or above it (``specs.base_python``).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,17 @@ from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.repos import repo_source, scm_version
-from swe_srl.benchmark.specs import base_python, env_setup_script, install_script, instance_spec
+from swe_srl.benchmark.specs import (
+    approximate_python,
+    base_python,
+    env_setup_script,
+    install_script,
+    instance_era,
+    python_candidates,
+)
+from swe_srl.benchmark.training_specs import offline_spec
+from swe_srl.errors import ImageBuildError
+from swe_srl.infra.engine import image_exists
 from swe_srl.infra.executables import image_executables
 from swe_srl.infra.images import (
     EnvRecipe,
@@ -17,24 +32,46 @@ from swe_srl.infra.images import (
     ensure_instance_image,
     env_image_tag,
     instance_image_tag,
-    resolve_source,
 )
+from swe_srl.infra.official import (
+    ensure_official_image,
+    official_image_name,
+    official_layer_name,
+    official_provenance,
+)
+from swe_srl.infra.sources import SourceChoice, choose_source
+
+
+def spec_python(instance: Instance) -> str:
+    """The spec's Python as X.Y (``3.11`` when the spec names none)."""
+    return ".".join(str(offline_spec(instance).get("python", "3.11")).split(".")[:2])
+
+
+def image_choice(instance: Instance, source: str | None = None) -> SourceChoice:
+    """Where ``instance``'s image comes from (``sources.choose_source``; memoized per process)."""
+    return choose_source(official_image_name(instance.instance_id), spec_python(instance), source)
+
+
+def image_python(instance: Instance, source: str) -> str:
+    """The Python of ``instance``'s image from ``source``: the spec's exact X.Y, but debootstrap's nearest suite."""
+    return base_python(spec_python(instance)) if source == "debootstrap" else spec_python(instance)
 
 
 def instance_recipes(
-    instance: Instance, *, repos_dir: Path | None = None
+    instance: Instance, *, repos_dir: Path | None = None, source: str = "debootstrap", python: str | None = None
 ) -> tuple[EnvRecipe, InstanceRecipe]:
-    """The env and instance recipes of ``instance`` (nothing is built)."""
-    spec = instance_spec(instance)
+    """The env and instance recipes of ``instance`` on a ``source`` base (``registry``|``debootstrap``; nothing is
+    built); ``python`` overrides :func:`image_python` (the fallback of :func:`instance_image`)."""
+    spec = offline_spec(instance)  # a training-set instance without a spec: one clear error
     env_name = re.sub(r"[^a-z0-9_.-]", "-", f"{instance.repo.split('/')[-1]}-{instance.version}".lower())
-    env = EnvRecipe(
-        name=env_name, python=base_python(spec.get("python", "3.11")), setup_script=env_setup_script(spec)
-    )
     repo_dir = (
         Path(instance.extra["repo_dir"])
         if "repo_dir" in instance.extra
         else repo_source(instance.repo, repos_dir)
     )
+    setup = env_setup_script(spec, instance_era(instance, spec, repo_dir))
+    python = python or image_python(instance, source)
+    env = EnvRecipe(name=env_name, python=python, setup_script=setup, source=source)
     script = install_script(instance, spec)
     if "env" not in instance.extra and (version := scm_version(repo_dir, instance.base_commit)):
         # /testbed has no tags: without this setuptools_scm repos install as 0.1.dev1 (pytest's minversion fails)
@@ -50,23 +87,63 @@ def instance_recipes(
     return env, recipe
 
 
-def instance_image(instance: Instance, *, repos_dir: Path | None = None) -> str:
-    """Build (if needed) the env and instance images of ``instance``; returns the instance image tag."""
-    env, recipe = instance_recipes(instance, repos_dir=repos_dir)
-    ensure_env_image(env)
-    return ensure_instance_image(recipe)
+def instance_image(instance: Instance, *, repos_dir: Path | None = None, source: str | None = None) -> str:
+    """Build, pull (official images) or reuse the image of ``instance`` from its source (:func:`image_choice`);
+    returns the image tag."""
+    chosen = image_choice(instance, source).source
+    if chosen == "swebench":
+        return ensure_official_image(instance.instance_id)
+    pythons = env_pythons(instance, chosen)
+    for python in pythons:  # the spec's pins may not resolve on the nearest base above: then the one below
+        env, recipe = instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=python)
+        try:
+            ensure_env_image(env)
+        except ImageBuildError:
+            if python == pythons[-1]:
+                raise
+            continue
+        _used_python[instance_image_tag(recipe)] = python
+        return ensure_instance_image(recipe)
+    raise AssertionError("unreachable")
 
 
-def instance_image_name(instance: Instance, *, repos_dir: Path | None = None) -> str:
-    """The tag :func:`instance_image` builds for ``instance``, without building anything."""
-    return instance_image_tag(instance_recipes(instance, repos_dir=repos_dir)[1])
+_used_python: dict[str, str] = {}
+"""Instance image tag → the Python its env was built on (for the provenance)."""
+
+
+def env_pythons(instance: Instance, source: str) -> list[str]:
+    """The Pythons an env of ``instance`` is tried on: debootstrap's nearest base at or above the spec's, then the
+    nearest below (``specs.python_candidates``); the spec's own elsewhere."""
+    return python_candidates(spec_python(instance)) if source == "debootstrap" else [image_python(instance, source)]
+
+
+def instance_image_name(
+    instance: Instance, *, repos_dir: Path | None = None, source: str | None = None
+) -> str:
+    """The tag :func:`instance_image` makes for ``instance``, without building or pulling anything."""
+    chosen = image_choice(instance, source).source
+    if chosen == "swebench":
+        return official_layer_name(instance.instance_id)
+    tags = {
+        instance_image_tag(instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=python)[1]): python
+        for python in env_pythons(instance, chosen)
+    }
+    return next((tag for tag in tags if tag in _used_python or image_exists(tag)), next(iter(tags)))
 
 
 def image_provenance(instance: Instance, tag: str) -> dict[str, object]:
-    """Where the image ``tag`` of ``instance`` comes from: tag, image id, repo digests, base source, Python."""
+    """Where the image ``tag`` of ``instance`` comes from: tag, image id, repo digests, Python, the source chosen,
+    what was asked for and what the probe found (``image_probe``), and for ``swebench`` the official image."""
     attrs = docker_client().images.get(tag).attrs
-    return {"image": tag, "image_id": attrs.get("Id"), "digests": attrs.get("RepoDigests") or [],
-            "image_source": resolve_source(), "python": base_python(instance_spec(instance).get("python", "3.11"))}  # fmt: skip
+    choice = image_choice(instance)
+    out = {"image": tag, "image_id": attrs.get("Id"), "digests": attrs.get("RepoDigests") or [],
+           **choice.provenance(), "python": image_python(instance, choice.source)}  # fmt: skip
+    out["python"] = _used_python.get(tag, out["python"])  # the fallback's, when it built on another base
+    out["spec_python"] = spec_python(instance)
+    out["approximate_python"] = approximate_python(spec_python(instance), str(out["python"]))
+    if choice.source == "swebench":
+        out |= official_provenance(instance.instance_id)
+    return out
 
 
 def instance_executables(instance: Instance, *, repos_dir: Path | None = None) -> frozenset[str]:

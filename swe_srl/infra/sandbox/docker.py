@@ -29,6 +29,7 @@ import requests
 
 from swe_srl.errors import ConfigError, ImageNotFound, SandboxError, SandboxTimeout
 from swe_srl.infra.engine import docker_client
+from swe_srl.infra.executables import session_init
 from swe_srl.infra.sandbox import janitor
 from swe_srl.infra.sandbox.base import ExecResult, Patch, SandboxSpec
 from swe_srl.infra.sandbox.files import ContainerFiles
@@ -68,6 +69,8 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
         self._oom_seen = 0
         self._deadline = float("inf")
         self._closed = False
+        self._session_init = ""
+        """The image's session init (``executables.SESSION_INIT_LABEL``), run first in every session shell."""
 
     @property
     def container(self):
@@ -87,7 +90,7 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
             raise ConfigError(f"Limits.memory={limits.memory!r}: Docker needs at least 8m; use e.g. '512m'")
         client = docker_client()
         try:
-            client.images.get(self.spec.image)
+            self._session_init = session_init(client.images.get(self.spec.image).labels)
         except docker.errors.ImageNotFound:
             raise ImageNotFound(
                 f"image {self.spec.image!r} does not exist locally; build it (`swe-srl setup` for base images, "

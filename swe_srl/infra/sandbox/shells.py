@@ -13,7 +13,7 @@ import shlex
 import time
 from typing import Any
 
-from swe_srl.errors import ContainerDied, SandboxTimeout
+from swe_srl.errors import ContainerDied, SandboxError, SandboxTimeout
 from swe_srl.infra.sandbox.base import ExecResult, SandboxSpec
 from swe_srl.infra.sandbox.session import PRELUDE, Reply, Shell, ShellEOF, ShellExpired
 
@@ -33,6 +33,7 @@ class ShellKeeper:
     _cwd: str
     _oom_seen: int
     _deadline: float
+    _session_init: str
     _require_session: Any
     _container_running: Any
     _death_report: Any
@@ -79,10 +80,22 @@ class ShellKeeper:
         raise AssertionError("unreachable")
 
     def _open_session(self, deadline: float) -> None:
+        """A new session shell; the image's session init (official images: conda's ``testbed``) runs first, at top
+        level as in SWE-bench's eval script, and its failure is the image's fault (``SandboxError``)."""
         self._session = session = self._shell(self.spec.workdir)
-        session.send(PRELUDE + f"ulimit -f {max(1, self.spec.limits.disk_bytes // 1024)}\n")
-        reply = session.command(f"cd {shlex.quote(self._cwd)} 2>/dev/null; echo $$", 4096, deadline)
-        session.pid = int(reply.data.decode().split()[-1])
+        init = (
+            f"{{ {self._session_init}\n}} >/dev/null 2>&1; __swesrl_init=$?\n" if self._session_init else ""
+        )
+        session.send(PRELUDE + f"ulimit -f {max(1, self.spec.limits.disk_bytes // 1024)}\n" + init)
+        reply = session.command(
+            f"cd {shlex.quote(self._cwd)} 2>/dev/null; echo ${{__swesrl_init:-0}} $$", 4096, deadline
+        )
+        status, pid = reply.data.decode().split()[-2:]
+        session.pid = int(pid)
+        if status != "0":
+            raise SandboxError(
+                f"the session init of {self.spec.image!r} ({self._session_init!r}) failed with exit code {status}"
+            )
 
     def _note_oom(self, kills: int) -> bool:
         oom = kills > self._oom_seen

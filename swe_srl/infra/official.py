@@ -1,0 +1,105 @@
+"""SWE-bench's official prebuilt instance images (the ``swebench`` image source), used as they are.
+
+Naming, as swebench's harness names them (``image_builder/image_spec.py``): ``swebench/sweb.eval.x86_64.<id>:latest``
+with ``__`` escaped as ``_1776_`` (Docker Hub allows no dunders), lowercased. Layout: the repo at ``/testbed``
+(``base_commit`` checked out, remote removed), conda at ``/opt/miniconda3`` with the env ``testbed``; the official eval
+script runs ``source /opt/miniconda3/bin/activate && conda activate testbed`` before the tests (``make_eval_script_list``).
+
+The image is pulled when missing (a present one is used as it is) and gets one thin layer
+(``swe-srl/official:<id>-<hash>``; the hash covers the official image's id and our harness tools):
+
+* the harness tools in ``/usr/local/bin``, their ``#!`` line rewritten to the first Python >= 3.9 the image has
+  (:data:`TOOL_PYTHONS`: conda's base first), never the testbed env's (3.5-3.8 for older repos);
+* the label :data:`~swe_srl.infra.executables.SESSION_INIT_LABEL` = :data:`ACTIVATE`: every sandbox session on the
+  image runs it at top level first (``sandbox/shells.py``), so grading and episodes run in the testbed env the way
+  the official eval script does; the executables listing runs it too.
+
+Nothing else changes: no file under ``/testbed``, no package, no environment variable.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from swe_srl.errors import ImageBuildError
+from swe_srl.infra.engine import docker_client, image_exists
+from swe_srl.infra.executables import SESSION_INIT_LABEL, list_executables
+from swe_srl.infra.image_build import build_context, file_lock, run_logged
+from swe_srl.infra.images import _harness_files, recipe_hash, safe_tag
+
+NAMESPACE = "swebench"
+ARCH = "x86_64"
+ACTIVATE = "source /opt/miniconda3/bin/activate && conda activate testbed"
+TOOL_PYTHONS = ("/opt/miniconda3/bin/python3", "/opt/miniconda3/bin/python", "/usr/bin/python3", "/usr/local/bin/python3")  # fmt: skip
+OFFICIAL_LABEL = "swe-srl.official-image"
+TOOL_PYTHON_FILE = "/etc/swe-srl-tool-python"
+"""Where the thin layer records the interpreter the harness tools run on."""
+
+
+def official_image_name(instance_id: str, *, namespace: str = NAMESPACE, arch: str = ARCH, tag: str = "latest") -> str:  # fmt: skip
+    """The official image of ``instance_id``: ``swebench/sweb.eval.x86_64.django_1776_django-11099:latest``."""
+    return f"{namespace}/sweb.eval.{arch}.{instance_id}:{tag}".replace("__", "_1776_").lower()
+
+
+def _dockerfile(official: str) -> str:
+    pythons = " ".join(TOOL_PYTHONS)
+    return f"""FROM {official}
+COPY harness/ /tmp/swe-srl-harness/
+RUN set -e; py=; for c in {pythons}; do \\
+  if [ -x "$c" ] && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then py=$c; break; fi; \\
+ done; \\
+ if [ -z "$py" ]; then echo "swe-srl: no Python >= 3.9 for the harness tools (looked at {pythons})" >&2; exit 1; fi; \\
+ for f in /tmp/swe-srl-harness/*; do n=${{f##*/}}; sed "1s|^#!.*python.*$|#!$py|" "$f" > "/usr/local/bin/$n"; \\
+  chmod 0755 "/usr/local/bin/$n"; done; \\
+ rm -rf /tmp/swe-srl-harness; echo "$py" > {TOOL_PYTHON_FILE}
+LABEL "{SESSION_INIT_LABEL}"="{ACTIVATE}" "{OFFICIAL_LABEL}"="{official}"
+"""
+
+
+def layer_tag(official: str, official_id: str) -> str:
+    """``swe-srl/official:<escaped id>-<hash>``: the hash covers the official image id, the layer and the tools."""
+    tools = [f"{name}\0".encode() + data for name, data in _harness_files().items()]
+    key = official.split("/", 1)[-1].split(":")[0].removeprefix(f"sweb.eval.{ARCH}.")
+    return f"swe-srl/official:{safe_tag(key)}-{recipe_hash(official_id, _dockerfile(official), *tools)}"
+
+
+def official_layer_name(instance_id: str) -> str:
+    """The tag :func:`ensure_official_image` makes, without pulling or building (the official name when that image is
+    not here yet: the layer's tag depends on its id)."""
+    official = official_image_name(instance_id)
+    if not image_exists(official):
+        return official
+    return layer_tag(official, docker_client().images.get(official).id)
+
+
+def official_provenance(instance_id: str) -> dict[str, object]:
+    """The official image under the layer: name, id and registry digests (none for a locally built one)."""
+    official = official_image_name(instance_id)
+    attrs = docker_client().images.get(official).attrs
+    return {"official_image": official, "official_image_id": attrs.get("Id"),
+            "official_digests": attrs.get("RepoDigests") or []}  # fmt: skip
+
+
+def ensure_official_image(instance_id: str, *, console: Console | None = None) -> str:
+    """The official image of ``instance_id`` (pulled unless present) with our thin layer on top; returns its tag."""
+    official = official_image_name(instance_id)
+    if not image_exists(official):
+        with file_lock(official):
+            if not image_exists(official):
+                run_logged(["docker", "pull", official], f"docker pull {official}", console)
+    tag = layer_tag(official, docker_client().images.get(official).id)
+    if image_exists(tag):
+        return tag
+    with file_lock(tag), tempfile.TemporaryDirectory(prefix="swe-srl-official-") as tmp:
+        if image_exists(tag):
+            return tag
+        files = {f"harness/{name}": data for name, data in _harness_files().items()}
+        try:
+            build_context(tag, _dockerfile(official), files, console, context=Path(tmp))
+        except ImageBuildError as exc:
+            raise ImageBuildError(f"the thin swe-srl layer over {official} failed: {exc}") from None
+        list_executables(tag)
+    return tag

@@ -1,0 +1,129 @@
+"""The ``swebench`` image source, offline: an image laid out like SWE-bench's official ones, built here.
+
+The stand-in (tagged with the official name of its instance) has what the official images have and our harness relies
+on: ``/opt/miniconda3/bin/activate`` whose ``conda activate testbed`` puts ``/opt/miniconda3/envs/testbed`` first on
+PATH (a shell function standing in for conda), a conda base interpreter ``/opt/miniconda3/bin/python3`` (>= 3.9),
+the env ``testbed`` holding pytest, ``/testbed`` a git repo at the base commit, no harness tools. Each interpreter
+announces its ``sys.prefix`` on stderr at start (a ``.pth`` file), so the logs show where the tests and the tools
+ran. The instance id is this test's own: other tests' instances never find an official image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from agent_tasks import make_tiny_dataset
+
+from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.infra.engine import docker_client, image_exists
+from swe_srl.infra.image_build import build_context, checkout_base_commit
+from swe_srl.infra.images import ensure_env_image, recipe_hash
+from swe_srl.infra.official import official_image_name
+from swe_srl.infra.recipes import instance_recipes
+from swe_srl.infra.sandbox.factory import open_sandbox
+from swe_srl.infra.sources import choose_source
+
+pytestmark = pytest.mark.docker
+
+INSTANCE_ID = "tiny__calc-official"
+ACTIVATE = r"""# stand-in for conda's activate script: `conda activate NAME` as conda does it, for PATH and CONDA_*
+conda() {
+  if [ "$1" = activate ] && [ -d "/opt/miniconda3/envs/$2" ]; then
+    export CONDA_DEFAULT_ENV="$2" CONDA_PREFIX="/opt/miniconda3/envs/$2" PATH="/opt/miniconda3/envs/$2/bin:$PATH"
+  else
+    echo "conda: cannot $*" >&2; return 1
+  fi
+}
+export CONDA_DEFAULT_ENV=base CONDA_PREFIX=/opt/miniconda3
+"""
+MARK = "import sys; sys.stderr.write('[fake-conda] sys.prefix=' + sys.prefix + chr(10))\n"
+PYTEST = "#!/opt/miniconda3/envs/testbed/bin/python\nimport sys\nfrom pytest import console_main\nsys.exit(console_main())\n"  # fmt: skip
+DOCKERFILE = """FROM {env_image}
+RUN /usr/bin/python3 -m venv /opt/miniconda3 && /usr/bin/python3 -m venv /opt/miniconda3/envs/testbed \\
+ && echo /opt/venv/lib/python3.11/site-packages > /opt/miniconda3/envs/testbed/lib/python3.11/site-packages/deps.pth
+COPY activate /opt/miniconda3/bin/activate
+COPY mark.pth /opt/miniconda3/lib/python3.11/site-packages/mark.pth
+COPY mark.pth /opt/miniconda3/envs/testbed/lib/python3.11/site-packages/mark.pth
+COPY pytest /opt/miniconda3/envs/testbed/bin/pytest
+COPY testbed /testbed
+RUN chmod 0755 /opt/miniconda3/envs/testbed/bin/pytest
+ENV PATH=/opt/miniconda3/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+WORKDIR /testbed/
+LABEL swe-srl.test-recipe={recipe}
+"""
+
+
+@pytest.fixture(scope="module")
+def official(docker_engine, tmp_path_factory) -> tuple[Instance, Path]:
+    """(the instance, its one-record JSONL) with its stand-in official image built (reused when unchanged)."""
+    root = tmp_path_factory.mktemp("official")
+    base = next(i for i in load_instances(str(make_tiny_dataset(root))) if i.instance_id == "tiny__calc-add")
+    record = {**json.loads(Path(root / "tiny.jsonl").read_text().splitlines()[0]), "instance_id": INSTANCE_ID}
+    dataset = root / "official.jsonl"
+    dataset.write_text(json.dumps(record) + "\n")
+    instance = load_instances(str(dataset))[0]
+    env, _ = instance_recipes(base, source="debootstrap")
+    env_image = ensure_env_image(
+        env
+    )  # the tiny tasks' env (pytest in /opt/venv), shared with the agent tests
+    files = {"activate": ACTIVATE.encode(), "mark.pth": MARK.encode(), "pytest": PYTEST.encode()}
+    recipe = recipe_hash(env_image, DOCKERFILE, *files.values(), instance.base_commit)
+    name = official_image_name(INSTANCE_ID)
+    if not image_exists(name) or docker_client().images.get(name).labels.get("swe-srl.test-recipe") != recipe:
+        with tempfile.TemporaryDirectory() as tmp:
+            checkout_base_commit(
+                Path(instance.extra["repo_dir"]), instance.base_commit, Path(tmp) / "testbed"
+            )
+            dockerfile = DOCKERFILE.format(env_image=env_image, recipe=recipe)
+            build_context(name, dockerfile, files, None, context=Path(tmp))
+    return instance, dataset
+
+
+def test_official_name_is_the_stand_in(official) -> None:
+    assert official_image_name(INSTANCE_ID) == "swebench/sweb.eval.x86_64.tiny_1776_calc-official:latest"
+    choice = choose_source(official_image_name(INSTANCE_ID), "3.11", "auto")  # the default finds it
+    assert choice.source == "swebench"
+    assert choice.probe == {official_image_name(INSTANCE_ID): "present locally"}
+
+
+def test_validate_with_the_official_image(official, tmp_path: Path) -> None:
+    _, dataset = official
+    out = tmp_path / "validation"
+    cmd = [sys.executable, "-m", "swe_srl.cli", "tasks", "validate", str(dataset), "-o", str(out), "--image-source", "swebench"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=os.environ.copy())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    entry = json.loads((out / "validation.json").read_text())[INSTANCE_ID]
+    assert (entry["gold"], entry["empty"], entry["valid"]) == ("resolved", "unresolved", True), entry
+    prov = entry["provenance"]
+    assert prov["image_source"] == "swebench" and prov["image_source_requested"] == "swebench"
+    assert prov["official_image"] == official_image_name(INSTANCE_ID) and prov["image"].startswith(
+        "swe-srl/official:"
+    )
+    assert prov["official_image_id"] == docker_client().images.get(official_image_name(INSTANCE_ID)).id
+    for name in ("gold", "empty"):  # the tests ran in the testbed env, as the official eval script runs them
+        log = Path(entry[f"{name}_log"]).read_text()
+        assert "[fake-conda] sys.prefix=/opt/miniconda3/envs/testbed" in log, log[-2000:]
+        assert "sys.prefix=/opt/venv" not in log and "sys.prefix=/opt/miniconda3\n" not in log
+
+
+def test_sessions_run_in_testbed_and_tools_on_conda_base(official, monkeypatch) -> None:
+    instance, _ = official
+    monkeypatch.setenv("SWE_SRL_IMAGE_SOURCE", "swebench")
+    with open_sandbox(instance, profile="episode") as box:
+        assert box.spec.image.startswith("swe-srl/official:")
+        env = box.run('echo "$CONDA_DEFAULT_ENV $(command -v python) $(command -v open)"').output.split()
+        assert env[-3:] == ["testbed", "/opt/miniconda3/envs/testbed/bin/python", "/usr/local/bin/open"]
+        assert box.run("head -1 /usr/local/bin/open").output.strip() == "#!/opt/miniconda3/bin/python3"
+        opened = box.run("open calc.py")
+        assert opened.exit_code == 0 and "[File: /testbed/calc.py (" in opened.output, opened.output
+        assert "[fake-conda] sys.prefix=/opt/miniconda3\n" in opened.output  # the tool ran on conda's base
+        assert "sys.prefix=/opt/miniconda3/envs/testbed" not in opened.output
+        box.run("exit")  # a replaced session is activated again
+        again = box.run("python -c 'import sys; print(sys.prefix)'")
+        assert again.output.strip().endswith("/opt/miniconda3/envs/testbed"), again.output

@@ -127,3 +127,16 @@ def test_sessions_run_in_testbed_and_tools_on_conda_base(official, monkeypatch) 
         box.run("exit")  # a replaced session is activated again
         again = box.run("python -c 'import sys; print(sys.prefix)'")
         assert again.output.strip().endswith("/opt/miniconda3/envs/testbed"), again.output
+
+
+def test_eval_report_records_the_probe(official, tmp_path: Path) -> None:
+    _, dataset = official
+    env = {k: v for k, v in os.environ.items() if k != "SWE_SRL_IMAGE_SOURCE"}  # the default: auto, probed
+    cmd = [sys.executable, "-m", "swe_srl.cli", "eval", "--policy", "gold", "--direct-patch", "--dataset", str(dataset), "-o", str(tmp_path / "run")]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["provenance"]["image_sources"] == ["swebench"] and report["resolved"] == 1, report
+    image = report["provenance"]["images"][INSTANCE_ID]
+    assert image["image_source_requested"] == "auto"
+    assert image["image_probe"] == {official_image_name(INSTANCE_ID): "present locally"}

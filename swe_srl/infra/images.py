@@ -2,7 +2,8 @@
 
 * **base** (``swe-srl/base:py3.11-bookworm-<hash>``): Debian minbase + python3 + git + procps, a venv at
   ``/opt/venv`` first on PATH, the host CA bundle trusted (``PIP_CERT``). Built offline with ``debootstrap`` +
-  ``docker import`` (``images/base/bootstrap.sh``) or, with a registry, from ``python:X.Y-slim``.
+  ``docker import`` (``images/base/bootstrap.sh``; Python 3.9, 3.11, 3.13) or, with a registry, from
+  ``python:X.Y-slim`` (any X.Y); which one: ``sources.resolve_source``. Official SWE-bench images: ``official.py``.
 * **env** (``swe-srl/env:<name>-<hash>``): a repo's dependencies for one version (``EnvRecipe.setup_script``).
 * **instance** (``swe-srl/instance:<name>-<hash>``): ``/testbed`` holding only ``base_commit`` (no later commits,
   no remotes, one branch) + the ``harness/`` tools on PATH.

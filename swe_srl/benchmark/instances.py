@@ -1,6 +1,7 @@
 """Task instances in the SWE-bench schema, and where they come from.
 
-Loaders (HF dataset id, JSONL/parquet file, bundled suite name) live below the schema.
+Loaders (HF dataset id, JSONL/parquet file, bundled suite name) live below the schema. Records of the training
+sets (SWE-Gym, SWE-smith) are turned into SWE-bench records on the way in (``benchmark/training_sets.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl import paths
+from swe_srl.benchmark.training_sets import PREFIXES, TRAINING_SETS, normalize
 from swe_srl.core.patches import file_diffs
 from swe_srl.errors import TaskError
 
@@ -72,8 +74,15 @@ class Instance:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_record(cls, record: dict[str, Any], where: str = "<record>") -> Instance:
-        """Validate a raw record; ``where`` (``file:line``) is named in every error."""
+    def from_record(
+        cls, record: dict[str, Any], where: str = "<record>", *, source: str | None = None
+    ) -> Instance:
+        """Validate a raw record; ``where`` (``file:line``) is named in every error.
+
+        ``source``: the training set the record comes from (``SWE-Gym/SWE-Gym``...), when the loader knows it; a
+        SWE-smith record is recognised by its repo anyway (``training_sets.normalize``).
+        """
+        record = normalize(record, source, where)
         if not isinstance(record, dict):
             raise TaskError(f"{where}: expected a JSON object, got {type(record).__name__}")
         for name in REQUIRED_FIELDS:
@@ -128,7 +137,7 @@ def _split_filter(instances: list[Instance], split: str | None, source: str) -> 
     return [i for i in instances if i.split == split]
 
 
-def load_jsonl(path: Path) -> list[Instance]:
+def load_jsonl(path: Path, source: str | None = None) -> list[Instance]:
     """Instances from a JSONL file; a bad line raises ``TaskError`` naming ``file:line`` and the field."""
     instances = []
     with path.open(encoding="utf-8") as handle:
@@ -140,22 +149,28 @@ def load_jsonl(path: Path) -> list[Instance]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise TaskError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            instances.append(Instance.from_record(record, where))
+            instances.append(Instance.from_record(record, where, source=source))
     return instances
 
 
-def load_parquet(path: Path) -> list[Instance]:
+def load_parquet(path: Path, source: str | None = None) -> list[Instance]:
     """Instances from a parquet file (needs ``pyarrow``); errors name ``file:row`` (1-based) and the field."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise TaskError(f"{path}: reading parquet needs pyarrow; run `pip install pyarrow`") from None
     rows = pq.read_table(path).to_pylist()
-    return [Instance.from_record(row, f"{path}:row {n}") for n, row in enumerate(rows, start=1)]
+    return [
+        Instance.from_record(row, f"{path}:row {n}", source=source) for n, row in enumerate(rows, start=1)
+    ]
 
 
 def load_hf(dataset_id: str, split: str = "test") -> list[Instance]:
-    """Instances from a Hugging Face dataset id (e.g. ``princeton-nlp/SWE-bench_Verified``) via ``datasets``."""
+    """Instances from a Hugging Face dataset id (e.g. ``princeton-nlp/SWE-bench_Verified``) via ``datasets``.
+
+    The training sets' ids (``SWE-Gym/SWE-Gym``, ``SWE-Gym/SWE-Gym-Lite``, ``SWE-bench/SWE-smith``) mark their
+    records with their source and published image.
+    """
     try:
         from datasets import load_dataset
     except ImportError:
@@ -166,8 +181,10 @@ def load_hf(dataset_id: str, split: str = "test") -> list[Instance]:
         rows = load_dataset(dataset_id, split=split)
     except Exception as exc:  # datasets raises many unrelated types (network, missing split, auth)
         raise TaskError(f"cannot load HF dataset {dataset_id!r} split {split!r}: {exc}") from exc
+    source = dataset_id if dataset_id in TRAINING_SETS else None
     return [
-        Instance.from_record(dict(row), f"{dataset_id}[{split}]:row {n}") for n, row in enumerate(rows, 1)
+        Instance.from_record(dict(row), f"{dataset_id}[{split}]:row {n}", source=source)
+        for n, row in enumerate(rows, 1)
     ]
 
 
@@ -175,8 +192,9 @@ def load_instances(dataset: str, *, split: str | None = None) -> list[Instance]:
     """Load a dataset named like users name it.
 
     ``dataset`` is a JSONL/parquet path, ``bundled`` / ``bundled:train`` / ``bundled:test`` (the offline suite,
-    built by `swe-srl tasks build`), or a HF dataset id. ``split`` filters on ``extra["split"]`` for local sources and
-    is the HF split (default ``test``) for HF ids.
+    built by `swe-srl tasks build`), ``swe-gym:FILE`` / ``swe-smith:FILE`` (a local export of that training set), or
+    a HF dataset id. ``split`` filters on ``extra["split"]`` for local sources and is the HF split for HF ids
+    (default ``test``; ``train`` for the training sets, which have no other).
     """
     name, _, suffix = dataset.partition(":")
     if name == BUNDLED_PREFIX:
@@ -184,17 +202,18 @@ def load_instances(dataset: str, *, split: str | None = None) -> list[Instance]:
         if not built.is_file():
             raise TaskError(f"the bundled suite is not built yet ({built}): run `swe-srl tasks build` first")
         return _split_filter(load_jsonl(built), suffix or split, BUNDLED_PREFIX)
-    path = Path(dataset).expanduser()
-    if path.suffix in (".jsonl", ".json", ".parquet") or path.exists():
+    source = PREFIXES.get(name) if suffix else None
+    path = Path(suffix if source else dataset).expanduser()
+    if source or path.suffix in (".jsonl", ".json", ".parquet") or path.exists():
         if not path.is_file():
             raise TaskError(f"dataset file {path} does not exist (expected a .jsonl or .parquet file)")
         loader = load_parquet if path.suffix == ".parquet" else load_jsonl
-        return _split_filter(loader(path), split, str(path))
+        return _split_filter(loader(path, source), split, str(path))
     if dataset.count("/") == 1 and not dataset.startswith((".", "/", "~")):
-        return load_hf(dataset, split or "test")
+        return load_hf(dataset, split or ("train" if dataset in TRAINING_SETS else "test"))
     raise TaskError(
-        f"unknown dataset {dataset!r}: use a .jsonl/.parquet path, 'bundled[:train|:dev|:test]' or a HF id like "
-        "'princeton-nlp/SWE-bench_Verified'"
+        f"unknown dataset {dataset!r}: use a .jsonl/.parquet path, 'bundled[:train|:dev|:test]', "
+        "'swe-gym:FILE' / 'swe-smith:FILE', or a HF id like 'princeton-nlp/SWE-bench_Verified' or 'SWE-Gym/SWE-Gym'"
     )
 
 

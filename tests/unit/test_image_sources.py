@@ -3,6 +3,9 @@ source gives an instance, the checks of a requested source."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from swe_srl.benchmark.instances import Instance
@@ -101,3 +104,26 @@ def test_registry_gives_the_exact_python_debootstrap_a_suite_at_or_above(python:
 def _xy(version: str) -> tuple[int, int]:
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["eval", "--policy", "gold", "-o", "{out}", "--image-source", "podman"],
+        ["tasks", "validate", "bundled", "-o", "{out}", "--image-source", "podman"],
+        ["images", "build", "--image-source", "podman"],
+        ["shell", "x__y-1", "--image-source", "podman"],
+        ["setup", "--source", "podman"],
+    ],
+)
+def test_the_cli_rejects_an_unknown_source_in_one_line(command: list[str], tmp_path) -> None:
+    args = [part.format(out=tmp_path / "out") for part in command]
+    proc = subprocess.run(
+        [sys.executable, "-m", "swe_srl.cli", *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert (
+        line.startswith("error: ") and "'podman': use one of auto, swebench, registry, debootstrap" in line
+    ), line
+    assert not (tmp_path / "out").exists()  # no work was done

@@ -11,7 +11,7 @@ import pytest
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.specs import base_python
 from swe_srl.errors import ConfigError
-from swe_srl.infra.images import SUITES
+from swe_srl.infra.images import SUITES, EnvRecipe, base_image_tag, env_image_tag
 from swe_srl.infra.official import ACTIVATE, official_image_name
 from swe_srl.infra.recipes import image_python
 from swe_srl.infra.sources import SOURCES, choose_source, decide, registry_of, requested_source
@@ -127,3 +127,17 @@ def test_the_cli_rejects_an_unknown_source_in_one_line(command: list[str], tmp_p
         line.startswith("error: ") and "'podman': use one of auto, swebench, registry, debootstrap" in line
     ), line
     assert not (tmp_path / "out").exists()  # no work was done
+
+
+def test_registry_bases_take_any_python_debootstrap_its_suites() -> None:
+    assert base_image_tag("3.6", source="registry").startswith("swe-srl/base:py3.6-slim-")
+    assert base_image_tag("3.11", source="debootstrap").startswith("swe-srl/base:py3.11-bookworm-")
+    with pytest.raises(ConfigError, match=r"python='3.6': debootstrap base images exist for 3.9, 3.11, 3.13"):
+        base_image_tag("3.6", source="debootstrap")
+    with pytest.raises(ConfigError, match="python='py3'"):
+        base_image_tag("py3", source="registry")
+    on = {
+        s: env_image_tag(EnvRecipe("r-1.0", "3.11", "pip install x\n", source=s))
+        for s in ("registry", "debootstrap")
+    }
+    assert on["registry"] != on["debootstrap"]  # the base's source is part of the env image's identity

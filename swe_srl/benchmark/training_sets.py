@@ -84,9 +84,10 @@ def _swap_paths(header: str) -> str:
     half = (len(rest) - 1) // 2
     if len(rest) % 2 and rest[half] == " " and rest[:half][2:] == rest[half + 1 :][2:]:
         old, new = rest[:half], rest[half + 1 :]
-    else:
-        old, _, new = rest.partition(" b/")
-        new = "b/" + new
+    else:  # a rename: the two paths differ
+        sep = ' "b/' if ' "b/' in rest else " b/"
+        old, _, new = rest.partition(sep)
+        new = sep[1:] + new
     return f"diff --git {_side(new, 'a/')} {_side(old, 'b/')}" + header[len(header.rstrip("\r\n")) :]
 
 
@@ -118,8 +119,11 @@ def _reverse_hunk(body: list[str]) -> list[str]:
 
 
 def _side(path: str, prefix: str) -> str:
-    """A ``---``/``+++`` path moved to the other side (``a/x`` → ``b/x``); ``/dev/null`` stays."""
-    return path if path.startswith("/dev/null") else prefix + path[2:]
+    """A diff path moved to the other side (``a/x`` → ``b/x``, ``"a/t\\303st"`` → ``"b/t\\303st"``); ``/dev/null``
+    stays."""
+    if path.startswith("/dev/null"):
+        return path
+    return f'"{prefix}{path[3:]}' if path.startswith('"') else prefix + path[2:]
 
 
 def reverse_patch(patch: str, where: str = "<patch>") -> str:

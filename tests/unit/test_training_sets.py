@@ -108,6 +108,7 @@ def test_reverse_patch_undoes_the_bug_in_a_real_repo(tmp_path: Path) -> None:
     (repo / "gone.txt").write_text("gone\n")
     (repo / "eof.txt").write_text("no newline")
     (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "t\u00e9st file.py").write_text("x = 1\n")  # git quotes this path
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "clean")
     (repo / "x.py").write_text("a\nB\nc\nd\n")
@@ -116,8 +117,10 @@ def test_reverse_patch_undoes_the_bug_in_a_real_repo(tmp_path: Path) -> None:
     (repo / "added.py").write_text("print(1)\n")
     (repo / "eof.txt").write_text("no newline either")
     (repo / "run.sh").chmod(0o755)
+    (repo / "t\u00e9st file.py").write_text("x = 2\n")
     git(repo, "add", "-A")
     bug = git(repo, "diff", "--cached", "-M")
+    assert '"a/t\\303\\251st file.py"' in bug
     git(repo, "commit", "-qm", "bug")
     git(repo, "apply", "--index", "-", stdin=reverse_patch(bug))
     assert git(repo, "diff", "--cached", "HEAD~1", "--stat") == ""  # back at the clean commit, modes included

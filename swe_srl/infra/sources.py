@@ -28,7 +28,7 @@ from functools import lru_cache
 import docker
 import requests
 
-from swe_srl.errors import ConfigError
+from swe_srl.errors import ConfigError, DockerUnavailable
 from swe_srl.infra.engine import image_exists
 
 SOURCES = ("auto", "swebench", "registry", "debootstrap")
@@ -89,8 +89,11 @@ def _probe_client() -> docker.DockerClient:
 def probe_image(name: str) -> tuple[bool, str]:
     """Whether image ``name`` can be used without building it: present locally, or its manifest answers in the
     registry within :data:`PROBE_TIMEOUT_S`; and what was found, in words."""
-    if image_exists(name):
-        return True, "present locally"
+    try:
+        if image_exists(name):
+            return True, "present locally"
+    except DockerUnavailable as exc:  # nothing can be built or pulled either; the build says so
+        return False, str(exc)[:160]
     host = registry_of(name)
     if host in _unreachable:
         return False, f"not local; registry {host} unreachable ({_unreachable[host]})"

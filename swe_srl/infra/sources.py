@@ -36,7 +36,7 @@ BASE_SOURCES = ("auto", "debootstrap", "registry")
 IMAGE_SOURCE_ENV = "SWE_SRL_IMAGE_SOURCE"
 BASE_SOURCE_ENV = "SWE_SRL_BASE_SOURCE"
 PROBE_TIMEOUT_S = 5.0
-_ABSENT = ("404", "401", "403", "manifest unknown", "not found", "denied", "unauthorized", "does not exist")
+_ABSENT = ("manifest unknown", "not found", "denied", "unauthorized", "does not exist")
 _unreachable: dict[str, str] = {}
 """Registry host → why it did not answer (asked once per process)."""
 _choices: dict[tuple[str, str, str], SourceChoice] = {}
@@ -101,7 +101,7 @@ def probe_image(name: str) -> tuple[bool, str]:
         _probe_client().api.inspect_distribution(name)
     except docker.errors.APIError as exc:
         text = f"{exc.status_code} {exc.explanation or exc}"
-        if any(word in text.lower() for word in _ABSENT):
+        if exc.status_code in (401, 403, 404) or any(word in text.lower() for word in _ABSENT):
             return False, f"not local; not in registry {host} ({text[:160]})"
         _unreachable[host] = text[:160]
         return False, f"not local; registry {host} unreachable ({text[:160]})"

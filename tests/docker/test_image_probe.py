@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -101,3 +104,15 @@ def test_an_unreachable_registry_is_asked_once(docker_engine) -> None:
 
 def test_a_local_image_needs_no_registry(tiny_image: str) -> None:
     assert probe_image(tiny_image) == (True, "present locally")
+
+
+def test_setup_with_the_official_source_reports_the_registry_and_builds_the_bases(docker_engine) -> None:
+    from swe_srl.infra.images import base_image_tag
+
+    proc = subprocess.run([sys.executable, "-m", "swe_srl.cli", "setup", "--source", "swebench", "--python", "3.11"],
+                          capture_output=True, text=True, timeout=1800)  # fmt: skip
+    text = " ".join(proc.stderr.split())  # rich wraps long lines
+    assert proc.returncode == 0, text
+    found = r"present locally|pullable from docker\.io|not local; (registry docker\.io unreachable|not in registry docker\.io)"
+    assert re.search(f"official images: django__django-11099: ({found})", text), text
+    assert "base 3.11 (" in text and base_image_tag("3.11") in text and "setup done" in text

@@ -13,11 +13,22 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import types
 from pathlib import Path
 from typing import Any
 
+from swe_srl.benchmark.era import (
+    INSTALL_ERA_ON,
+    EraEnv,
+    environment_yml,
+    era_floor,
+    era_setup_lines,
+    exact_pins,
+    yml_install_lines,
+    yml_requirements,
+)
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.patches import file_diffs
 from swe_srl.errors import TaskError
@@ -58,13 +69,21 @@ def import_swebench(module: str, stubs: tuple[str, ...] = ()) -> types.ModuleTyp
 
 
 @functools.cache
-def swebench_specs() -> dict[str, dict[str, dict[str, Any]]]:
-    """``repo → version → spec`` from the swebench package (or the ``SWE_SRL_SWEBENCH_SPECS`` dump)."""
+def swebench_table(name: str) -> Any:
+    """``harness.constants.python.<name>`` from the swebench package (or the ``SWE_SRL_SWEBENCH_SPECS`` dump, whose
+    other tables are read when it has them; a bare spec-table dump has none: ``{}``)."""
     dump = os.environ.get("SWE_SRL_SWEBENCH_SPECS")
     if dump:
         data = json.loads(Path(dump).read_text(encoding="utf-8"))
-        return data.get("MAP_REPO_VERSION_TO_SPECS_PY", data)
-    return import_swebench("harness.constants.python").MAP_REPO_VERSION_TO_SPECS_PY
+        if "MAP_REPO_VERSION_TO_SPECS_PY" not in data:
+            return data if name == "MAP_REPO_VERSION_TO_SPECS_PY" else {}
+        return data.get(name, {})
+    return getattr(import_swebench("harness.constants.python"), name)
+
+
+def swebench_specs() -> dict[str, dict[str, dict[str, Any]]]:
+    """``repo → version → spec`` from the swebench package (or the ``SWE_SRL_SWEBENCH_SPECS`` dump)."""
+    return swebench_table("MAP_REPO_VERSION_TO_SPECS_PY")
 
 
 def instance_spec(instance: Instance) -> dict[str, Any]:
@@ -86,13 +105,29 @@ def instance_spec(instance: Instance) -> dict[str, Any]:
     return dict(versions[instance.version])
 
 
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in str(version).split(".")[:2])
+
+
 def base_python(requested: str) -> str:
     """The closest base image Python at or above ``requested`` (3.6 → 3.9, 3.10 → 3.11, 3.12 → 3.13)."""
-    want = tuple(int(p) for p in str(requested).split(".")[:2])
     for candidate in BASE_PYTHONS:
-        if tuple(int(p) for p in candidate.split(".")) >= want:
+        if _minor(candidate) >= _minor(requested):
             return candidate
     return BASE_PYTHONS[-1]
+
+
+def python_candidates(requested: str) -> list[str]:
+    """The base Pythons to try for ``requested``, in order: :func:`base_python`, then, when that is not
+    ``requested`` itself, the nearest base below it (3.10 → 3.11, 3.9; 3.12 → 3.13, 3.11; 3.6 → 3.9)."""
+    first = base_python(requested)
+    lower = [c for c in BASE_PYTHONS if _minor(c) < _minor(requested)]
+    return [first, lower[-1]] if lower and _minor(first) != _minor(requested) else [first]
+
+
+def approximate_python(requested: str, used: str) -> bool:
+    """Whether an env on Python ``used`` grades a spec asking for ``requested`` on another minor version."""
+    return _minor(requested) != _minor(used)
 
 
 def test_files(instance: Instance) -> list[str]:
@@ -123,12 +158,37 @@ def _pip_list(value: Any) -> list[str]:
     return list(value or [])
 
 
-def env_setup_script(spec: dict[str, Any]) -> str:
-    """Bash for the env image: pre-install packages + pip packages; runs as root with network."""
-    lines = ["set -euxo pipefail", "python -m pip install -U pip setuptools wheel"]
+def instance_era(instance: Instance, spec: dict[str, Any], repo_dir: Path | None) -> EraEnv | None:
+    """The era a SWE-bench instance's env resolves in (``benchmark/era.py``); None for bundled/synthesized tasks
+    (their ``extra['env']`` builds as it always did)."""
+    if "env" in instance.extra:
+        return None
+    yml: list[str] = []
+    if spec.get("packages") == "environment.yml":
+        paths = swebench_table("MAP_REPO_TO_ENV_YML_PATHS").get(instance.repo, ["environment.yml"])
+        text = environment_yml(instance, repo_dir, list(paths))
+        if text is None:
+            raise TaskError(
+                f"{instance.instance_id}: spec says packages=environment.yml but none of {', '.join(paths)} is in "
+                f"{repo_dir} at {instance.environment_setup_commit or instance.base_commit}; fetch that commit"
+            )
+        yml = yml_requirements(text)
+    pins = exact_pins([*yml, *_pip_list(spec.get("pip_packages"))])
+    return EraEnv(
+        floor=era_floor(instance, repo_dir), pins=tuple(dict.fromkeys(pins)), yml_requirements=tuple(yml)
+    )
+
+
+def env_setup_script(spec: dict[str, Any], era: EraEnv | None = None) -> str:
+    """Bash for the env image: pre-install packages + pip packages; runs as root with network. With ``era``, pip
+    resolves through the era index and the ``environment.yml`` requirements come before the pip packages."""
+    lines = ["set -euxo pipefail"]
+    lines += era_setup_lines(era) if era is not None else []
+    lines.append("python -m pip install -U pip setuptools wheel")
     packages = spec.get("packages", "")
     if packages and packages not in ("requirements.txt", "environment.yml"):
         lines.append(f"python -m pip install {packages}")
+    lines += yml_install_lines(era.yml_requirements) if era is not None else []
     if spec.get("pip_packages"):
         lines.append("python -m pip install " + " ".join(f"'{p}'" for p in _pip_list(spec["pip_packages"])))
     lines += list(spec.get("env_setup", []))
@@ -136,17 +196,41 @@ def env_setup_script(spec: dict[str, Any]) -> str:
 
 
 def install_script(instance: Instance, spec: dict[str, Any]) -> str:
-    """Bash for the instance image, run in /testbed: requirements files, pre_install, then the install command."""
+    """Bash for the instance image, run in /testbed: requirements files, pre_install, then the install command.
+
+    SWE-bench instances resolve through the env's era index, and ``tox --current-env`` commands get
+    :func:`tox_env_lines`."""
     lines = ["set -euxo pipefail"]
+    table = swebench_table("MAP_REPO_TO_REQS_PATHS") if "env" not in instance.extra else {}
+    lines += [INSTALL_ERA_ON] if "env" not in instance.extra else []
     if spec.get("packages") == "requirements.txt":
-        table = (
-            import_swebench("harness.constants.python").MAP_REPO_TO_REQS_PATHS
-            if "env" not in instance.extra
-            else {}
-        )
         for path in table.get(instance.repo, []):
             lines.append(f"if [ -f {path} ]; then python -m pip install -r {path}; fi")
     lines += list(spec.get("pre_install", []))
     if spec.get("install"):
         lines.append(spec["install"])
+    lines += tox_env_lines(str(spec.get("test_cmd", "")))
     return "\n".join(lines) + "\n"
+
+
+def tox_env_lines(test_cmd: str) -> list[str]:
+    """For ``tox --current-env -eNAME``: ``.tox/NAME/bin/python*`` as scripts that exec the venv's Python.
+
+    tox-current-env links them to ``sys.executable`` unless they exist; a link to the venv's python (itself a link
+    to the system one) starts outside the venv (no ``pyvenv.cfg`` next to the link), so pytest is not found. A
+    script exec'ing ``$VIRTUAL_ENV/bin/python`` starts it under its own path, inside the venv."""
+    if "tox --current-env" not in test_cmd:
+        return []
+    match = re.search(r"(?:^|\s)-e\s*=?\s*(\S+)", test_cmd)
+    names = (match.group(1) if match else "py").split(",")
+    prefix = "$(python -c 'import sys; print(sys.prefix)')"
+    minor = "$(python -c 'import sys; print(sys.version_info[1])')"
+    lines = []
+    for bindir in (f".tox/{name}/bin" for name in names):
+        lines.append(
+            f'mkdir -p {bindir} && printf \'#!/bin/sh\\nexec %s/bin/python "$@"\\n\' "{prefix}" > {bindir}/python'
+        )
+        lines.append(
+            f"chmod +x {bindir}/python && ln -sf python {bindir}/python3 && ln -sf python {bindir}/python3.{minor}"
+        )
+    return lines

@@ -1,0 +1,243 @@
+"""Spec → recipe translation for every repo/version of the SWE-bench spec table (env script, install script, chosen
+Python, era bound, the spec's pins), environment.yml → pip, the tox-current-env fix, the Python fallback order."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swe_srl.benchmark.era import (
+    ERA_DIR,
+    INSTALL_ERA_ON,
+    conda_to_pip,
+    era_floor,
+    exact_pins,
+    yml_requirements,
+)
+from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.repos import git_snapshot
+from swe_srl.benchmark.specs import (
+    BASE_PYTHONS,
+    approximate_python,
+    base_python,
+    env_setup_script,
+    install_script,
+    instance_era,
+    python_candidates,
+    tox_env_lines,
+)
+from swe_srl.errors import TaskError
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS_FILE = Path(os.environ.get("SWE_SRL_SHARED", ROOT / "../shared")) / "data" / "swebench-specs-py.json"
+TABLES = json.loads(SPECS_FILE.read_text()) if SPECS_FILE.is_file() else {}
+TABLE = TABLES.get("MAP_REPO_VERSION_TO_SPECS_PY", {})
+CASES = [(repo, version) for repo, versions in sorted(TABLE.items()) for version in sorted(versions)]
+CREATED = "2022-08-08T23:07:49Z"
+YML = """name: testbed
+channels: [conda-forge]
+dependencies:
+  - python=3.10
+  - numpy<1.24
+  - dask-core
+  - hdf5
+  - h5py=3.7
+  - pip
+  - pip:
+      - pytest-env==0.8.1
+"""
+
+
+@pytest.fixture(scope="module")
+def specs_dump(tmp_path_factory: pytest.TempPathFactory):
+    """The shared spec dump as ``SWE_SRL_SWEBENCH_SPECS`` (the air-gapped path) for this module's tests."""
+    if not TABLE:
+        pytest.skip(f"no spec table at {SPECS_FILE} (the shared data is absent)")
+    from swe_srl.benchmark import specs
+
+    before = os.environ.get("SWE_SRL_SWEBENCH_SPECS")
+    os.environ["SWE_SRL_SWEBENCH_SPECS"] = str(SPECS_FILE)
+    specs.swebench_table.cache_clear()
+    yield TABLES
+    if before is None:
+        os.environ.pop("SWE_SRL_SWEBENCH_SPECS")
+    else:
+        os.environ["SWE_SRL_SWEBENCH_SPECS"] = before
+    specs.swebench_table.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def yml_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A real git repo whose one commit holds an environment.yml at every path the table names."""
+    tree = tmp_path_factory.mktemp("yml-repo")
+    for path in {p for paths in TABLES.get("MAP_REPO_TO_ENV_YML_PATHS", {}).values() for p in paths} | {
+        "environment.yml"
+    }:
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(YML)
+    return tree, git_snapshot(tree, "env")
+
+
+def table_instance(repo: str, version: str, commit: str = "") -> Instance:
+    return Instance.from_record(
+        {"instance_id": f"{repo.replace('/', '__')}-1", "repo": repo, "base_commit": commit or "0" * 40,
+         "patch": "", "test_patch": "", "problem_statement": "", "version": version, "created_at": CREATED,
+         "environment_setup_commit": commit}
+    )  # fmt: skip
+
+
+def bash_parses(script: str, spec: dict | None = None) -> None:
+    """``script`` parses as bash, the spec's own lines aside (copied verbatim, as the official harness runs them:
+    matplotlib 1.0's ``pre_install`` has ``&& &&``)."""
+    verbatim = {
+        *(spec or {}).get("pre_install", []),
+        *(spec or {}).get("env_setup", []),
+        (spec or {}).get("install"),
+    }
+    ours = "\n".join(":" if line in verbatim else line for line in script.split("\n"))
+    proc = subprocess.run(["bash", "-n"], input=ours, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def heredoc(script: str, path: str) -> str:
+    match = re.search(rf"cat > {re.escape(path)} <<'(\w+)'\n(.*?)\n\1\n", script, re.S)
+    assert match, f"{path} is not written by the env script"
+    return match.group(2)
+
+
+@pytest.mark.parametrize(
+    ("repo", "version"), CASES or [pytest.param("-", "-", marks=pytest.mark.skip("no table"))]
+)
+def test_every_spec_translates(specs_dump, yml_repo, repo: str, version: str) -> None:
+    spec = dict(TABLE[repo][version])
+    repo_dir, commit = yml_repo
+    instance = table_instance(repo, version, commit)
+    era = instance_era(instance, spec, repo_dir)
+    assert era is not None
+    env = env_setup_script(spec, era)
+    bash_parses(env, spec)
+    lines = env.splitlines()
+    assert lines[0] == "set -euxo pipefail"
+    # the era index is written and started before any pip runs; its config carries the era and the spec's pins
+    start = lines.index(f"source {ERA_DIR}/era-on.sh")
+    assert start < lines.index("python -m pip install -U pip setuptools wheel")
+    assert not any("pip install" in line for line in lines[:start] if not line.startswith(("cat ", "#")))
+    config = json.loads(heredoc(env, f"{ERA_DIR}/era.json"))
+    pip_packages = spec.get("pip_packages") or []
+    pip_packages = pip_packages.split() if isinstance(pip_packages, str) else pip_packages
+    assert (
+        config["floor"] == era_floor(instance, repo_dir) != CREATED
+    )  # the setup commit's date, not created_at
+    assert set(exact_pins(pip_packages)) <= set(config["pins"])
+    compile(heredoc(env, f"{ERA_DIR}/era_index.py"), "era_index.py", "exec")
+    for package in pip_packages:  # every pip package, in the spec's order, after the yml requirements
+        assert shlex.quote(package) in env or f"'{package}'" in env
+    if pip_packages:
+        assert env.index("python -m pip install '") > env.index("-U pip setuptools wheel")
+    for line in spec.get("env_setup", []):
+        assert line in lines
+    if spec.get("packages") == "environment.yml":
+        assert era.yml_requirements == ("numpy<1.24", "dask", "h5py==3.7.*", "pytest-env==0.8.1")
+        assert "pytest-env==0.8.1" in config["pins"]
+        yml_line = next(i for i, line in enumerate(lines) if "'h5py==3.7.*'" in line)
+        assert not pip_packages or yml_line < next(
+            i for i, line in enumerate(lines) if line.startswith(f"python -m pip install '{pip_packages[0]}'")
+        )
+    else:
+        assert era.yml_requirements == ()
+    script = install_script(instance, spec)
+    bash_parses(script, spec)
+    body = script.splitlines()
+    assert body[:2] == ["set -euxo pipefail", INSTALL_ERA_ON]
+    assert [line for line in spec.get("pre_install", []) if line not in body] == []
+    if spec.get("install"):
+        assert spec["install"] in body
+    tox = "tox --current-env" in spec.get("test_cmd", "")
+    assert any(".tox/" in line for line in body) == tox
+    # the chosen Python: debootstrap's nearest base at or above the spec's, then the one below; flagged when not exact
+    want = str(spec.get("python", "3.11"))
+    candidates = python_candidates(want)
+    assert candidates[0] == base_python(want) and set(candidates) <= set(BASE_PYTHONS)
+    assert approximate_python(want, candidates[0]) == (want not in BASE_PYTHONS)
+    if len(candidates) == 2:
+        assert tuple(map(int, candidates[1].split("."))) < tuple(map(int, want.split(".")))
+
+
+def test_bundled_envs_build_as_before(specs_dump) -> None:
+    spec = {
+        "python": "3.11",
+        "pip_packages": ["pytest==8.3.3"],
+        "install": "pip install -e .",
+        "test_cmd": "pytest",
+    }
+    instance = Instance.from_record(
+        {"instance_id": "b-1", "repo": "o/r", "base_commit": "a", "patch": "", "test_patch": "", "problem_statement": "",
+         "env": spec}
+    )  # fmt: skip
+    assert instance_era(instance, spec, None) is None
+    assert env_setup_script(spec) == (
+        "set -euxo pipefail\npython -m pip install -U pip setuptools wheel\npython -m pip install 'pytest==8.3.3'\n"
+    )
+    assert install_script(instance, spec) == "set -euxo pipefail\npip install -e .\n"
+
+
+def test_era_floor_falls_back_to_created_at_and_yml_must_exist(specs_dump, tmp_path: Path) -> None:
+    instance = table_instance("pydata/xarray", "2022.09", "f" * 40)
+    assert era_floor(instance, tmp_path) == CREATED  # the setup commit is not in that (empty) folder
+    assert era_floor(table_instance("o/r", "1"), None) == CREATED
+    with pytest.raises(TaskError, match=r"packages=environment.yml but none of .*environment.yml"):
+        instance_era(instance, TABLE["pydata/xarray"]["2022.09"], tmp_path)
+
+
+def test_conda_dependencies_as_pip_requirements() -> None:
+    assert [conda_to_pip(d) for d in ("numpy", "python=3.10", "h5py=3.7", "scipy=1.11.1", "pint 0.22.*")] == [
+        "numpy", None, "h5py==3.7.*", "scipy==1.11.1", "pint==0.22.*"
+    ]  # fmt: skip
+    assert [conda_to_pip(d) for d in ("conda-forge::matplotlib-base>=3.5", "fsspec!=2021.7.0", "lxml  # pydap")] == [
+        "matplotlib>=3.5", "fsspec!=2021.7.0", "lxml"
+    ]  # fmt: skip
+    assert yml_requirements("dependencies: [pip, hdf5, {pip: ['a==1', 'b']}]") == ["a==1", "b"]
+    assert exact_pins(["a==1", "b>=2", "c[x]==3; python_version<'4'", "d==1.*"]) == ["a==1", "c==3"]
+    with pytest.raises(TaskError, match="environment.yml does not parse"):
+        yml_requirements("dependencies: [a\n")
+
+
+def test_python_fallback_order() -> None:
+    assert [python_candidates(v) for v in ("3.6", "3.9", "3.10", "3.11", "3.12")] == [
+        ["3.9"], ["3.9"], ["3.11", "3.9"], ["3.11"], ["3.13", "3.11"]
+    ]  # fmt: skip
+    assert approximate_python("3.10", "3.9") and approximate_python("3.6", "3.9")
+    assert not approximate_python("3.9", "3.9") and not approximate_python("3.9.18", "3.9")
+
+
+def test_tox_env_python_runs_inside_the_venv(tmp_path: Path) -> None:
+    """The tox-current-env way (a link to the venv's python) starts outside a venv whose python is itself a link;
+    the scripts :func:`tox_env_lines` writes start inside it."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--symlinks", str(venv)], check=True)
+    work = tmp_path / "testbed"
+    (work / ".tox/py39/bin").mkdir(parents=True)
+    env = {**os.environ, "PATH": f"{venv}/bin:{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
+    prefix = "import sys; print(sys.prefix)"
+    link = work / "link-python"
+    link.symlink_to(venv / "bin" / "python")
+    outside = subprocess.run([str(link), "-c", prefix], capture_output=True, text=True, env=env, check=True)
+    assert Path(outside.stdout.strip()) != venv  # the bug: a link to the venv's python is not in the venv
+    lines = tox_env_lines("tox --current-env -epy39 -v --")
+    subprocess.run(["bash", "-euxo", "pipefail", "-c", "\n".join(lines)], cwd=work, env=env, check=True)
+    for exe in ("python", "python3", f"python3.{sys.version_info[1]}"):
+        inside = subprocess.run(
+            [str(work / ".tox/py39/bin" / exe), "-c", prefix], capture_output=True, text=True, env=env
+        )
+        assert Path(inside.stdout.strip()) == venv, (exe, inside.stderr)
+    assert tox_env_lines("pytest -rA") == []
+    assert [line.split()[2] for line in tox_env_lines("tox --current-env -e py39,py310 --")[::2]] == [
+        ".tox/py39/bin", ".tox/py310/bin"
+    ]  # fmt: skip

@@ -177,6 +177,8 @@ def _bootstrap_base(python: str, tag: str, console: Console | None) -> None:
 
 def _registry_base(python: str, tag: str, console: Console | None) -> None:
     apt = " ".join(p for p in _packages() if not p.startswith("python3"))
+    if tuple(int(part) for part in python.split(".")) < (3, 9):
+        apt += " python3"  # the distribution's Python (>= 3.9 from bullseye on) runs the harness tools
     env = "\n".join(f'ENV {key}="{value}"' for key, value in BASE_ENV.items())
     dockerfile = f"""FROM python:{python}-slim
 COPY host-ca.crt /etc/ssl/certs/swe-srl-host-ca.crt
@@ -260,6 +262,25 @@ def _harness_files() -> dict[str, bytes]:
     return files
 
 
+TOOL_PYTHONS = ("/opt/venv/bin/python3", "/usr/bin/python3", "/usr/local/bin/python3")
+_PY39 = "\"$c\" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null"
+
+
+def pin_tool_python(
+    names: list[str], pythons: tuple[str, ...] = TOOL_PYTHONS, *, always: bool = False
+) -> str:
+    """sh for a ``RUN``: the ``#!`` line of the harness tools ``names`` in ``/usr/local/bin`` set to the first of
+    ``pythons`` that is >= 3.9 (the build fails without one), recorded in ``/etc/swe-srl-tool-python``. Unless
+    ``always``, only when ``python3`` on the image's PATH (what ``#!/usr/bin/env python3`` finds) is older."""
+    found = f'py=; for c in {" ".join(pythons)}; do if [ -x "$c" ] && {_PY39}; then py=$c; break; fi; done'
+    fail = (
+        f'echo "swe-srl: no Python >= 3.9 for the harness tools (looked at {" ".join(pythons)})" >&2; exit 1'
+    )
+    pin = " ".join(f'"/usr/local/bin/{name}"' for name in names)
+    body = f'{found}; [ -n "$py" ] || {{ {fail}; }}; sed -i "1s|^#!.*python.*$|#!$py|" {pin}; echo "$py" > /etc/swe-srl-tool-python'
+    return f"{{ {body}; }}" if always else f"{{ c=python3; {_PY39} || {{ {body}; }}; }}"
+
+
 def instance_image_tag(recipe: InstanceRecipe) -> str:
     """``swe-srl/instance:{name}-{hash}``; the hash covers env image, commit, install script and harness tools."""
     harness = [f"{name}\0".encode() + data for name, data in _harness_files().items()]
@@ -290,8 +311,8 @@ def ensure_instance_image(recipe: InstanceRecipe, *, console: Console | None = N
         dockerfile = (
             f"FROM {recipe.env_image}\nCOPY testbed /testbed\nCOPY harness/ /usr/local/bin/\n"
             "COPY install.sh /tmp/swe-srl-install.sh\nWORKDIR /testbed\n"
-            "RUN chmod 0755 /usr/local/bin/* 2>/dev/null; bash -euxo pipefail /tmp/swe-srl-install.sh"
-            " && rm -f /tmp/swe-srl-install.sh\n"
+            f"RUN chmod 0755 /usr/local/bin/* 2>/dev/null; {pin_tool_python(sorted(_harness_files()))}"
+            " && bash -euxo pipefail /tmp/swe-srl-install.sh && rm -f /tmp/swe-srl-install.sh\n"
         )
         (ctx / "harness").mkdir()
         build_context(tag, dockerfile, files, console, context=ctx)

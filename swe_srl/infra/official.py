@@ -8,8 +8,9 @@ script runs ``source /opt/miniconda3/bin/activate && conda activate testbed`` be
 The image is pulled when missing (a present one is used as it is) and gets one thin layer
 (``swe-srl/official:<id>-<hash>``; the hash covers the official image's id and our harness tools):
 
-* the harness tools in ``/usr/local/bin``, their ``#!`` line rewritten to the first Python >= 3.9 the image has
-  (:data:`TOOL_PYTHONS`: conda's base first), never the testbed env's (3.5-3.8 for older repos);
+* the harness tools in ``/usr/local/bin``, their ``#!`` line set to the first Python >= 3.9 the image has
+  (:data:`TOOL_PYTHONS`: conda's base first; ``images.pin_tool_python``), never the testbed env's (3.5-3.8 for older
+  repos), which ``#!/usr/bin/env python3`` would find once ``testbed`` is activated;
 * the label :data:`~swe_srl.infra.executables.SESSION_INIT_LABEL` = :data:`ACTIVATE`: every sandbox session on the
   image runs it at top level first (``sandbox/shells.py``), so grading and episodes run in the testbed env the way
   the official eval script does; the executables listing runs it too.
@@ -28,15 +29,13 @@ from swe_srl.errors import ImageBuildError
 from swe_srl.infra.engine import docker_client, image_exists
 from swe_srl.infra.executables import SESSION_INIT_LABEL, list_executables
 from swe_srl.infra.image_build import build_context, file_lock, run_logged
-from swe_srl.infra.images import _harness_files, recipe_hash, safe_tag
+from swe_srl.infra.images import _harness_files, pin_tool_python, recipe_hash, safe_tag
 
 NAMESPACE = "swebench"
 ARCH = "x86_64"
 ACTIVATE = "source /opt/miniconda3/bin/activate && conda activate testbed"
 TOOL_PYTHONS = ("/opt/miniconda3/bin/python3", "/opt/miniconda3/bin/python", "/usr/bin/python3", "/usr/local/bin/python3")  # fmt: skip
 OFFICIAL_LABEL = "swe-srl.official-image"
-TOOL_PYTHON_FILE = "/etc/swe-srl-tool-python"
-"""Where the thin layer records the interpreter the harness tools run on."""
 
 
 def official_image_name(instance_id: str, *, namespace: str = NAMESPACE, arch: str = ARCH, tag: str = "latest") -> str:  # fmt: skip
@@ -45,18 +44,12 @@ def official_image_name(instance_id: str, *, namespace: str = NAMESPACE, arch: s
 
 
 def _dockerfile(official: str) -> str:
-    pythons = " ".join(TOOL_PYTHONS)
-    return f"""FROM {official}
-COPY harness/ /tmp/swe-srl-harness/
-RUN set -e; py=; for c in {pythons}; do \\
-  if [ -x "$c" ] && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then py=$c; break; fi; \\
- done; \\
- if [ -z "$py" ]; then echo "swe-srl: no Python >= 3.9 for the harness tools (looked at {pythons})" >&2; exit 1; fi; \\
- for f in /tmp/swe-srl-harness/*; do n=${{f##*/}}; sed "1s|^#!.*python.*$|#!$py|" "$f" > "/usr/local/bin/$n"; \\
-  chmod 0755 "/usr/local/bin/$n"; done; \\
- rm -rf /tmp/swe-srl-harness; echo "$py" > {TOOL_PYTHON_FILE}
-LABEL "{SESSION_INIT_LABEL}"="{ACTIVATE}" "{OFFICIAL_LABEL}"="{official}"
-"""
+    pin = pin_tool_python(sorted(_harness_files()), TOOL_PYTHONS, always=True)
+    return (
+        f"FROM {official}\nCOPY harness/ /usr/local/bin/\n"
+        f"RUN chmod 0755 {' '.join(f'/usr/local/bin/{name}' for name in sorted(_harness_files()))} && {pin}\n"
+        f'LABEL "{SESSION_INIT_LABEL}"="{ACTIVATE}" "{OFFICIAL_LABEL}"="{official}"\n'
+    )
 
 
 def layer_tag(official: str, official_id: str) -> str:

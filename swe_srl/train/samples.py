@@ -135,5 +135,5 @@ def default_sample_set(oracle_files: bool) -> SampleSet:
 
     instances = load_instances("bundled")
     splits = sorted({str(i.extra.get("split")) for i in instances})
-    sources = [str(default_trajectories(split=split)) for split in splits if split in ("train", "test")]
+    sources = [str(default_trajectories(split=split)) for split in splits if split in ("train", "dev", "test")]
     return build_samples(sources, instances=instances, oracle_files=oracle_files)

@@ -28,6 +28,7 @@ from swe_srl import paths
 from swe_srl.errors import ConfigError, ImageBuildError
 from swe_srl.infra.engine import docker_client, image_exists
 from swe_srl.infra.executables import list_executables
+from swe_srl.infra.harness import harness_files, pin_tool_python
 from swe_srl.infra.image_build import (
     build_context,
     checkout_base_commit,
@@ -241,49 +242,12 @@ class InstanceRecipe:
     """Bash run as root in ``/testbed`` after the checkout (e.g. ``pip install -e .``)."""
 
 
-def _harness_files() -> dict[str, bytes]:
-    """The ``harness/`` tools (name → bytes) that instance images get in ``/usr/local/bin``.
-
-    Every plain file counts, executable bit or not: a wheel keeps no mode for ``swe_agent_tools.py`` (setuptools
-    builds it as a module) and the image makes them executable anyway. Raises ``ImageBuildError`` when none is found,
-    rather than building images without tools.
-    """
-    harness = paths.resource_dir("harness")
-    files = {
-        p.name: p.read_bytes()
-        for p in (sorted(harness.iterdir()) if harness.is_dir() else [])
-        if p.is_file() and not p.name.startswith(".")
-    }
-    if not files:
-        raise ImageBuildError(
-            f"no harness tools in {harness}: a swe-srl wheel carries them as swe_srl/_resources/harness, a checkout "
-            "as harness/; reinstall swe-srl"
-        )
-    return files
-
-
-TOOL_PYTHONS = ("/opt/venv/bin/python3", "/usr/bin/python3", "/usr/local/bin/python3")
-_PY39 = "\"$c\" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null"
-
-
-def pin_tool_python(
-    names: list[str], pythons: tuple[str, ...] = TOOL_PYTHONS, *, always: bool = False
-) -> str:
-    """sh for a ``RUN``: the ``#!`` line of the harness tools ``names`` in ``/usr/local/bin`` set to the first of
-    ``pythons`` that is >= 3.9 (the build fails without one), recorded in ``/etc/swe-srl-tool-python``. Unless
-    ``always``, only when ``python3`` on the image's PATH (what ``#!/usr/bin/env python3`` finds) is older."""
-    found = f'py=; for c in {" ".join(pythons)}; do if [ -x "$c" ] && {_PY39}; then py=$c; break; fi; done'
-    fail = (
-        f'echo "swe-srl: no Python >= 3.9 for the harness tools (looked at {" ".join(pythons)})" >&2; exit 1'
-    )
-    pin = " ".join(f'"/usr/local/bin/{name}"' for name in names)
-    body = f'{found}; [ -n "$py" ] || {{ {fail}; }}; sed -i "1s|^#!.*python.*$|#!$py|" {pin}; echo "$py" > /etc/swe-srl-tool-python'
-    return f"{{ {body}; }}" if always else f"{{ c=python3; {_PY39} || {{ {body}; }}; }}"
+_harness_files = harness_files  # its name before infra/harness.py (tests/e2e/test_wheel.py)
 
 
 def instance_image_tag(recipe: InstanceRecipe) -> str:
     """``swe-srl/instance:{name}-{hash}``; the hash covers env image, commit, install script and harness tools."""
-    harness = [f"{name}\0".encode() + data for name, data in _harness_files().items()]
+    harness = [f"{name}\0".encode() + data for name, data in harness_files().items()]
     digest = recipe_hash(recipe.env_image, recipe.base_commit, recipe.install_script, *harness)
     return f"swe-srl/instance:{safe_tag(recipe.name)}-{digest}"
 
@@ -306,12 +270,12 @@ def ensure_instance_image(recipe: InstanceRecipe, *, console: Console | None = N
             return tag
         ctx = Path(tmp)
         checkout_base_commit(Path(recipe.repo_dir), recipe.base_commit, ctx / "testbed")
-        files = {f"harness/{name}": data for name, data in _harness_files().items()}
+        files = {f"harness/{name}": data for name, data in harness_files().items()}
         files["install.sh"] = recipe.install_script.encode()
         dockerfile = (
             f"FROM {recipe.env_image}\nCOPY testbed /testbed\nCOPY harness/ /usr/local/bin/\n"
             "COPY install.sh /tmp/swe-srl-install.sh\nWORKDIR /testbed\n"
-            f"RUN chmod 0755 /usr/local/bin/* 2>/dev/null; {pin_tool_python(sorted(_harness_files()))}"
+            f"RUN chmod 0755 /usr/local/bin/* 2>/dev/null; {pin_tool_python(sorted(harness_files()))}"
             " && bash -euxo pipefail /tmp/swe-srl-install.sh && rm -f /tmp/swe-srl-install.sh\n"
         )
         (ctx / "harness").mkdir()

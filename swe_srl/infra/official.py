@@ -9,7 +9,7 @@ The image is pulled when missing (a present one is used as it is) and gets one t
 (``swe-srl/official:<id>-<hash>``; the hash covers the official image's id and our harness tools):
 
 * the harness tools in ``/usr/local/bin``, their ``#!`` line set to the first Python >= 3.9 the image has
-  (:data:`TOOL_PYTHONS`: conda's base first; ``images.pin_tool_python``), never the testbed env's (3.5-3.8 for older
+  (:data:`TOOL_PYTHONS`: conda's base first; ``harness.pin_tool_python``), never the testbed env's (3.5-3.8 for older
   repos), which ``#!/usr/bin/env python3`` would find once ``testbed`` is activated;
 * the label :data:`~swe_srl.infra.executables.SESSION_INIT_LABEL` = :data:`ACTIVATE`: every sandbox session on the
   image runs it at top level first (``sandbox/shells.py``), so grading and episodes run in the testbed env the way
@@ -28,8 +28,9 @@ from rich.console import Console
 from swe_srl.errors import ImageBuildError
 from swe_srl.infra.engine import docker_client, image_exists
 from swe_srl.infra.executables import SESSION_INIT_LABEL, list_executables
+from swe_srl.infra.harness import harness_files, pin_tool_python
 from swe_srl.infra.image_build import build_context, file_lock, run_logged
-from swe_srl.infra.images import _harness_files, pin_tool_python, recipe_hash, safe_tag
+from swe_srl.infra.images import recipe_hash, safe_tag
 
 NAMESPACE = "swebench"
 ARCH = "x86_64"
@@ -44,17 +45,17 @@ def official_image_name(instance_id: str, *, namespace: str = NAMESPACE, arch: s
 
 
 def _dockerfile(official: str) -> str:
-    pin = pin_tool_python(sorted(_harness_files()), TOOL_PYTHONS, always=True)
+    pin = pin_tool_python(sorted(harness_files()), TOOL_PYTHONS, always=True)
     return (
         f"FROM {official}\nCOPY harness/ /usr/local/bin/\n"
-        f"RUN chmod 0755 {' '.join(f'/usr/local/bin/{name}' for name in sorted(_harness_files()))} && {pin}\n"
+        f"RUN chmod 0755 {' '.join(f'/usr/local/bin/{name}' for name in sorted(harness_files()))} && {pin}\n"
         f'LABEL "{SESSION_INIT_LABEL}"="{ACTIVATE}" "{OFFICIAL_LABEL}"="{official}"\n'
     )
 
 
 def layer_tag(official: str, official_id: str) -> str:
     """``swe-srl/official:<escaped id>-<hash>``: the hash covers the official image id, the layer and the tools."""
-    tools = [f"{name}\0".encode() + data for name, data in _harness_files().items()]
+    tools = [f"{name}\0".encode() + data for name, data in harness_files().items()]
     key = official.split("/", 1)[-1].split(":")[0].removeprefix(f"sweb.eval.{ARCH}.")
     return f"swe-srl/official:{safe_tag(key)}-{recipe_hash(official_id, _dockerfile(official), *tools)}"
 
@@ -89,7 +90,7 @@ def ensure_official_image(instance_id: str, *, console: Console | None = None) -
     with file_lock(tag), tempfile.TemporaryDirectory(prefix="swe-srl-official-") as tmp:
         if image_exists(tag):
             return tag
-        files = {f"harness/{name}": data for name, data in _harness_files().items()}
+        files = {f"harness/{name}": data for name, data in harness_files().items()}
         try:
             build_context(tag, _dockerfile(official), files, console, context=Path(tmp))
         except ImageBuildError as exc:

@@ -21,7 +21,7 @@ from swe_srl.benchmark.specs import (
     python_candidates,
 )
 from swe_srl.benchmark.training_specs import offline_spec
-from swe_srl.errors import ImageBuildError
+from swe_srl.errors import ImageBuildError, TaskError
 from swe_srl.infra.engine import image_exists
 from swe_srl.infra.executables import image_executables
 from swe_srl.infra.images import (
@@ -35,9 +35,9 @@ from swe_srl.infra.images import (
 )
 from swe_srl.infra.official import (
     ensure_official_image,
-    official_image_name,
     official_layer_name,
     official_provenance,
+    prebuilt_image,
 )
 from swe_srl.infra.sources import SourceChoice, choose_source
 
@@ -47,9 +47,17 @@ def spec_python(instance: Instance) -> str:
     return ".".join(str(offline_spec(instance).get("python", "3.11")).split(".")[:2])
 
 
+def _spec_python_or_none(instance: Instance) -> str | None:
+    try:
+        return spec_python(instance)
+    except TaskError:  # no spec for an offline build: only a prebuilt image runs it (the build says so)
+        return None
+
+
 def image_choice(instance: Instance, source: str | None = None) -> SourceChoice:
-    """Where ``instance``'s image comes from (``sources.choose_source``; memoized per process)."""
-    return choose_source(official_image_name(instance.instance_id), spec_python(instance), source)
+    """Where ``instance``'s image comes from (``sources.choose_source``; memoized per process); its prebuilt image is
+    ``official.prebuilt_image`` (SWE-bench's official one, or a training set's published one)."""
+    return choose_source(prebuilt_image(instance), _spec_python_or_none(instance) or "", source)
 
 
 def image_python(instance: Instance, source: str) -> str:
@@ -58,7 +66,11 @@ def image_python(instance: Instance, source: str) -> str:
 
 
 def instance_recipes(
-    instance: Instance, *, repos_dir: Path | None = None, source: str = "debootstrap", python: str | None = None
+    instance: Instance,
+    *,
+    repos_dir: Path | None = None,
+    source: str = "debootstrap",
+    python: str | None = None,
 ) -> tuple[EnvRecipe, InstanceRecipe]:
     """The env and instance recipes of ``instance`` on a ``source`` base (``registry``|``debootstrap``; nothing is
     built); ``python`` overrides :func:`image_python` (the fallback of :func:`instance_image`)."""
@@ -92,7 +104,7 @@ def instance_image(instance: Instance, *, repos_dir: Path | None = None, source:
     returns the image tag."""
     chosen = image_choice(instance, source).source
     if chosen == "swebench":
-        return ensure_official_image(instance.instance_id)
+        return ensure_official_image(instance)
     pythons = env_pythons(instance, chosen)
     for python in pythons:  # the spec's pins may not resolve on the nearest base above: then the one below
         env, recipe = instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=python)
@@ -114,7 +126,11 @@ _used_python: dict[str, str] = {}
 def env_pythons(instance: Instance, source: str) -> list[str]:
     """The Pythons an env of ``instance`` is tried on: debootstrap's nearest base at or above the spec's, then the
     nearest below (``specs.python_candidates``); the spec's own elsewhere."""
-    return python_candidates(spec_python(instance)) if source == "debootstrap" else [image_python(instance, source)]
+    return (
+        python_candidates(spec_python(instance))
+        if source == "debootstrap"
+        else [image_python(instance, source)]
+    )
 
 
 def instance_image_name(
@@ -123,9 +139,11 @@ def instance_image_name(
     """The tag :func:`instance_image` makes for ``instance``, without building or pulling anything."""
     chosen = image_choice(instance, source).source
     if chosen == "swebench":
-        return official_layer_name(instance.instance_id)
+        return official_layer_name(instance)
     tags = {
-        instance_image_tag(instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=python)[1]): python
+        instance_image_tag(
+            instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=python)[1]
+        ): python
         for python in env_pythons(instance, chosen)
     }
     return next((tag for tag in tags if tag in _used_python or image_exists(tag)), next(iter(tags)))
@@ -135,14 +153,14 @@ def image_provenance(instance: Instance, tag: str) -> dict[str, object]:
     """Where the image ``tag`` of ``instance`` comes from: tag, image id, repo digests, Python, the source chosen,
     what was asked for and what the probe found (``image_probe``), and for ``swebench`` the official image."""
     attrs = docker_client().images.get(tag).attrs
-    choice = image_choice(instance)
+    choice, spec = image_choice(instance), _spec_python_or_none(instance)
+    python = image_python(instance, choice.source) if spec else None  # no spec (a prebuilt image): unknown
     out = {"image": tag, "image_id": attrs.get("Id"), "digests": attrs.get("RepoDigests") or [],
-           **choice.provenance(), "python": image_python(instance, choice.source)}  # fmt: skip
-    out["python"] = _used_python.get(tag, out["python"])  # the fallback's, when it built on another base
-    out["spec_python"] = spec_python(instance)
-    out["approximate_python"] = approximate_python(spec_python(instance), str(out["python"]))
+           **choice.provenance(), "python": _used_python.get(tag, python)}  # fmt: skip
+    out["spec_python"] = spec
+    out["approximate_python"] = bool(spec) and approximate_python(str(spec), str(out["python"]))
     if choice.source == "swebench":
-        out |= official_provenance(instance.instance_id)
+        out |= official_provenance(instance)
     return out
 
 

@@ -129,7 +129,8 @@ class SourceChoice:
 
 def choose_source(official: str | None, python: str, requested: str | None = None) -> SourceChoice:
     """The source of an instance image (memoized): ``official`` is its official image name (None: it has none),
-    ``python`` the spec's X.Y (for ``python:X.Y-slim``); ``requested`` as :func:`requested_source`.
+    ``python`` the spec's X.Y (for ``python:X.Y-slim``; ``""`` when it has no spec); ``requested`` as
+    :func:`requested_source`.
     ``auto`` after the official step honours ``$SWE_SRL_BASE_SOURCE`` as :func:`resolve_source` does."""
     asked = requested_source(requested)
     key = (official or "", python, asked)
@@ -147,7 +148,7 @@ def _probe(official: str | None, python: str) -> SourceChoice:
     if not found.get("swebench") and base != "auto":
         probe[BASE_SOURCE_ENV] = check_source(base, BASE_SOURCES, f"${BASE_SOURCE_ENV}")
         return SourceChoice(base, "auto", probe)
-    if not found.get("swebench"):
+    if not found.get("swebench") and python:  # no python: no spec, so no offline build either
         slim = f"python:{python}-slim"
         found["registry"], probe[slim] = probe_image(slim)
     return SourceChoice(decide(found, can_bootstrap()), "auto", probe)

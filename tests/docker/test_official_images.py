@@ -59,29 +59,38 @@ LABEL swe-srl.test-recipe={recipe}
 """
 
 
+def build_stand_in(name: str, env_image: str, repo_dir: Path, commit: str) -> None:
+    """The stand-in prebuilt image ``name``: ``/testbed`` = ``commit`` of ``repo_dir`` (rebuilt when changed)."""
+    files = {"activate": ACTIVATE.encode(), "mark.pth": MARK.encode(), "pytest": PYTEST.encode()}
+    recipe = recipe_hash(env_image, DOCKERFILE, *files.values(), str(repo_dir), commit)
+    if image_exists(name) and docker_client().images.get(name).labels.get("swe-srl.test-recipe") == recipe:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        checkout_base_commit(repo_dir, commit, Path(tmp) / "testbed")
+        build_context(
+            name, DOCKERFILE.format(env_image=env_image, recipe=recipe), files, None, context=Path(tmp)
+        )
+
+
 @pytest.fixture(scope="module")
-def official(docker_engine, tmp_path_factory) -> tuple[Instance, Path]:
-    """(the instance, its one-record JSONL) with its stand-in official image built (reused when unchanged)."""
+def env_image(docker_engine, tmp_path_factory) -> tuple[str, Path]:
+    """The tiny tasks' env image (pytest in /opt/venv, shared with the agent tests) and their dataset's folder."""
     root = tmp_path_factory.mktemp("official")
     base = next(i for i in load_instances(str(make_tiny_dataset(root))) if i.instance_id == "tiny__calc-add")
+    return ensure_env_image(instance_recipes(base, source="debootstrap")[0]), root
+
+
+@pytest.fixture(scope="module")
+def official(env_image) -> tuple[Instance, Path]:
+    """(the instance, its one-record JSONL) with its stand-in official image built (reused when unchanged)."""
+    image, root = env_image
     record = {**json.loads(Path(root / "tiny.jsonl").read_text().splitlines()[0]), "instance_id": INSTANCE_ID}
     dataset = root / "official.jsonl"
     dataset.write_text(json.dumps(record) + "\n")
     instance = load_instances(str(dataset))[0]
-    env, _ = instance_recipes(base, source="debootstrap")
-    env_image = ensure_env_image(
-        env
-    )  # the tiny tasks' env (pytest in /opt/venv), shared with the agent tests
-    files = {"activate": ACTIVATE.encode(), "mark.pth": MARK.encode(), "pytest": PYTEST.encode()}
-    recipe = recipe_hash(env_image, DOCKERFILE, *files.values(), instance.base_commit)
-    name = official_image_name(INSTANCE_ID)
-    if not image_exists(name) or docker_client().images.get(name).labels.get("swe-srl.test-recipe") != recipe:
-        with tempfile.TemporaryDirectory() as tmp:
-            checkout_base_commit(
-                Path(instance.extra["repo_dir"]), instance.base_commit, Path(tmp) / "testbed"
-            )
-            dockerfile = DOCKERFILE.format(env_image=env_image, recipe=recipe)
-            build_context(name, dockerfile, files, None, context=Path(tmp))
+    build_stand_in(
+        official_image_name(INSTANCE_ID), image, Path(instance.extra["repo_dir"]), instance.base_commit
+    )
     return instance, dataset
 
 
@@ -140,3 +149,63 @@ def test_eval_report_records_the_probe(official, tmp_path: Path) -> None:
     image = report["provenance"]["images"][INSTANCE_ID]
     assert image["image_source_requested"] == "auto"
     assert image["image_probe"] == {official_image_name(INSTANCE_ID): "present locally"}
+
+
+SMITH_ID = "tinyorg__calcpub.0123abcd.func_pm_op_change__k3j4l5m6"
+SMITH_IMAGE = (
+    "jyangballin/swesmith.x86_64.tinyorg_1776_calcpub.0123abcd"  # this test's own: no other test finds it
+)
+CALC = "def add(a, b):\n    return a + b\n"
+CALC_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+def test_a_swe_smith_record_runs_in_its_published_image(env_image, tmp_path: Path) -> None:
+    """The published image holds the clean commit; the layer commits the bug (``published_setup``) and names the
+    record's branch at it, so gold resolves and empty does not, with no mirror and no spec table entry."""
+    image, root = env_image
+    mirror = root / "tinyorg__calcpub.0123abcd"
+    if not mirror.exists():
+        _mirror(mirror)
+    clean = _git(mirror, "rev-parse", "main")
+    build_stand_in(SMITH_IMAGE, image, mirror, clean)
+    record = {"instance_id": SMITH_ID, "repo": "swesmith/tinyorg__calcpub.0123abcd",
+              "patch": _git(mirror, "diff", "main", SMITH_ID, raw=True), "FAIL_TO_PASS": ["test_calc.py::test_add"],
+              "PASS_TO_PASS": [], "image_name": SMITH_IMAGE, "problem_statement": "add(2, 3) is -1.",
+              "env": {"python": "3.11", "test_cmd": "pytest -rA", "install": ""}}  # fmt: skip
+    dataset = tmp_path / "smith.jsonl"
+    dataset.write_text(json.dumps(record) + "\n")
+    (instance,) = load_instances(str(dataset))
+    assert instance.base_commit == SMITH_ID  # no mirror: the record names its branch
+    out = tmp_path / "validation"
+    cmd = [sys.executable, "-m", "swe_srl.cli", "tasks", "validate", str(dataset), "-o", str(out), "--image-source", "swebench"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    entry = json.loads((out / "validation.json").read_text())[SMITH_ID]
+    assert (entry["gold"], entry["empty"]) == ("resolved", "unresolved"), entry
+    assert (
+        entry["provenance"]["official_image"] == SMITH_IMAGE
+        and entry["provenance"]["image_source"] == "swebench"
+    )
+
+
+def _git(repo: Path, *args: str, raw: bool = False) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z"}  # fmt: skip
+    out = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    return out if raw else out.strip()
+
+
+def _mirror(repo: Path) -> None:
+    """SWE-smith's mirror layout: ``main`` clean, the branch named by the instance id = main + the bug, committed."""
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "calc.py").write_text(CALC)
+    (repo / "test_calc.py").write_text(CALC_TEST)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Initial commit")
+    _git(repo, "checkout", "-q", "-b", SMITH_ID)
+    (repo / "calc.py").write_text(CALC.replace("a + b", "a - b"))
+    _git(repo, "commit", "-qam", "Bug Patch")
+    _git(repo, "checkout", "-q", "main")

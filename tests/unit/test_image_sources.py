@@ -12,7 +12,7 @@ from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.specs import base_python
 from swe_srl.errors import ConfigError
 from swe_srl.infra.images import SUITES, EnvRecipe, base_image_tag, env_image_tag
-from swe_srl.infra.official import ACTIVATE, official_image_name
+from swe_srl.infra.official import ACTIVATE, official_image_name, prebuilt_image, setup_script
 from swe_srl.infra.recipes import image_python
 from swe_srl.infra.sources import SOURCES, choose_source, decide, registry_of, requested_source
 
@@ -141,3 +141,25 @@ def test_registry_bases_take_any_python_debootstrap_its_suites() -> None:
         for s in ("registry", "debootstrap")
     }
     assert on["registry"] != on["debootstrap"]  # the base's source is part of the env image's identity
+
+
+def test_prebuilt_images_of_training_sets_and_their_setup() -> None:
+    sha = "a" * 40
+    bench = Instance("django__django-11099", "django/django", sha, "", "", "")
+    assert prebuilt_image(bench) == "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
+    gym = Instance("python__mypy-15976", "python/mypy", sha, "", "", "", extra={"source": "SWE-Gym/SWE-Gym",
+                   "image_name": "xingyaoww/sweb.eval.x86_64.python_s_mypy-15976"})  # fmt: skip
+    assert prebuilt_image(gym) == "xingyaoww/sweb.eval.x86_64.python_s_mypy-15976"
+    (check,) = setup_script(gym, prebuilt_image(gym)).splitlines()[
+        1:
+    ]  # nothing to set up; the commit must be there
+    assert check.startswith(f"git -C /testbed cat-file -e '{sha}^{{commit}}' || ") and check.endswith(
+        "exit 1; }"
+    )
+    assert "is not in xingyaoww/sweb.eval.x86_64.python_s_mypy-15976; build it offline" in check
+    branch = "o__r.0123abcd.func_pm_op_change__x"
+    smith = Instance(branch, "swesmith/o__r.0123abcd", branch, "", "", "", extra={"source": "SWE-bench/SWE-smith",
+                     "image_name": "jyangballin/swesmith.x86_64.o_1776_r.0123abcd", "bug_patch": "BUG"})  # fmt: skip
+    lines = setup_script(smith, prebuilt_image(smith)).splitlines()
+    assert lines[0] == "set -euo pipefail" and "git apply" in lines[1] and "BUG" in lines
+    assert lines[-1] == f"git -C /testbed branch -f {branch} HEAD"  # the record's branch, at the bug commit

@@ -75,7 +75,8 @@ def register(app: typer.Typer) -> None:
             console.print(f"no prediction for {len(report['no_prediction_ids'])} instance(s) (unresolved)")
         prov = report["provenance"]
         console.print(f"swe-srl {prov['swe_srl_version']} (git {(prov['git_sha'] or '-')[:12]}), images: "
-                      f"{', '.join(prov['image_sources']) or '-'}, Python {', '.join(prov['pythons']) or '-'}",
+                      f"{', '.join(prov['image_sources']) or '-'}, Python {', '.join(prov['pythons']) or '-'}"
+                      f" (approximate Python: {len(prov.get('approximate_python_ids', []))})",
                       highlight=False)  # fmt: skip
         console.print(f"predictions: {out / 'predictions.jsonl'}  report: {out / 'report.json'}")
 

@@ -48,13 +48,15 @@ def git_sha() -> str | None:
 
 
 def provenance(records: list[dict]) -> dict[str, Any]:
-    """swe-srl version and git SHA, and per instance the image graded on (tag, id, digests, source, Python)."""
+    """swe-srl version and git SHA, and per instance the image graded on (tag, id, digests, source, Python); the ids
+    graded on another minor Python than their spec's (``approximate_python``)."""
     images = {r["instance_id"]: r["image"] for r in records if r.get("image")}
     return {
         "swe_srl_version": __version__,
         "git_sha": git_sha(),
         "image_sources": sorted({str(i.get("image_source")) for i in images.values()}),
         "pythons": sorted({str(i.get("python")) for i in images.values()}),
+        "approximate_python_ids": sorted(iid for iid, i in images.items() if i.get("approximate_python")),
         "images": images,
     }
 

@@ -241,3 +241,24 @@ def test_tox_env_python_runs_inside_the_venv(tmp_path: Path) -> None:
     assert [line.split()[2] for line in tox_env_lines("tox --current-env -e py39,py310 --")[::2]] == [
         ".tox/py39/bin", ".tox/py310/bin"
     ]  # fmt: skip
+
+
+def test_report_lists_the_approximate_python_instances() -> None:
+    from swe_srl.eval.report import build_report
+
+    def rec(iid: str, python: str, spec: str) -> dict:
+        image = {"image": f"i/{iid}", "python": python, "spec_python": spec,
+                 "approximate_python": approximate_python(spec, python)}  # fmt: skip
+        return {
+            "instance_id": iid,
+            "repo": "o/r",
+            "status": "resolved",
+            "exit_reason": "direct",
+            "image": image,
+        }
+
+    report = build_report(
+        [rec("a", "3.9", "3.10"), rec("b", "3.9", "3.9"), rec("c", "3.11", "3.10")], policy="gold"
+    )
+    assert report["provenance"]["approximate_python_ids"] == ["a", "c"]
+    assert report["provenance"]["pythons"] == ["3.11", "3.9"]

@@ -62,7 +62,7 @@ LABEL swe-srl.test-recipe={recipe}
 def build_stand_in(name: str, env_image: str, repo_dir: Path, commit: str) -> None:
     """The stand-in prebuilt image ``name``: ``/testbed`` = ``commit`` of ``repo_dir`` (rebuilt when changed)."""
     files = {"activate": ACTIVATE.encode(), "mark.pth": MARK.encode(), "pytest": PYTEST.encode()}
-    recipe = recipe_hash(env_image, DOCKERFILE, *files.values(), str(repo_dir), commit)
+    recipe = recipe_hash(env_image, DOCKERFILE, *files.values(), commit)  # commits of fixed dates: reused
     if image_exists(name) and docker_client().images.get(name).labels.get("swe-srl.test-recipe") == recipe:
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -201,11 +201,14 @@ def _mirror(repo: Path) -> None:
     """SWE-smith's mirror layout: ``main`` clean, the branch named by the instance id = main + the bug, committed."""
     repo.mkdir(parents=True)
     _git(repo, "init", "-q", "-b", "main")
-    (repo / "calc.py").write_text(CALC)
-    (repo / "test_calc.py").write_text(CALC_TEST)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Initial commit")
-    _git(repo, "checkout", "-q", "-b", SMITH_ID)
-    (repo / "calc.py").write_text(CALC.replace("a + b", "a - b"))
-    _git(repo, "commit", "-qam", "Bug Patch")
+    for branch, calc, message in (
+        ("main", CALC, "Initial commit"),
+        (SMITH_ID, CALC.replace("+", "-"), "Bug Patch"),
+    ):
+        if branch != "main":
+            _git(repo, "checkout", "-q", "-b", branch)
+        (repo / "calc.py").write_text(calc)
+        (repo / "test_calc.py").write_text(CALC_TEST)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", message)
     _git(repo, "checkout", "-q", "main")

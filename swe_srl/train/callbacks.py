@@ -85,7 +85,7 @@ def _heldout_bars(ax, heldout: dict[str, Any]) -> None:
             label=mode,
         )
     ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
-    ax.set_title(f"held-out test split ({heldout['samples']} samples)")
+    ax.set_title(f"held-out {heldout.get('split', 'test')} split ({heldout['samples']} samples)")
     ax.legend(fontsize=7)
 
 

@@ -22,7 +22,9 @@ def data_facts(config: TrainConfig, sample_set: Any, train_rows: list, test_rows
     elif config.samples:
         sources = []
     else:
-        sources = ["bundled suite: scripted-expert trajectories of bundled:train and bundled:test"]
+        sources = [
+            "bundled suite: scripted-expert trajectories of bundled:train (trained on), bundled:dev (choosing defaults) and bundled:test (held out)"
+        ]
     trajectories = list(getattr(sample_set, "trajectories", []) or [])
     return {
         "trajectory_sources": sources,

@@ -155,6 +155,10 @@ class TrainConfig(_Strict):
         description="Real models (--model): cut longer prompts to their last N tokens, whole latest messages first "
         "(None = whole prompts). The tiny model uses tiny.max_prompt_tokens.",
     )
+    heldout_split: Literal["test", "dev"] = Field(
+        "test",
+        description="The split the held-out report decodes and scores: test (the report), or dev (choosing defaults).",
+    )
     test_fraction: float = Field(
         HELD_OUT, ge=0.0, lt=1.0, description="Held-out share when samples carry no split (the split rule)."
     )

@@ -92,20 +92,20 @@ def _normalize(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def split_rows(
-    rows: list[dict[str, Any]], test_fraction: float = HELD_OUT
+    rows: list[dict[str, Any]], test_fraction: float = HELD_OUT, heldout: str = "test"
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(train, test) rows by the one split rule (:func:`benchmark.instances.split_of`): a sample's own ``split``
-    wins, else a hash of its instance id holds out ``test_fraction``. ``dev`` samples are in neither: they serve
-    only for choosing defaults."""
+    """(train, held-out) rows by the one split rule (:func:`benchmark.instances.split_of`): a sample's own
+    ``split`` wins, else a hash of its instance id holds out ``test_fraction``. The held-out rows are the
+    ``heldout`` split's (``test``, or ``dev`` while choosing defaults); the other one is never used."""
     normalized = [_normalize(r) for r in rows]
-    train, test = [], []
+    train, held = [], []
     for row in normalized:
         key = row["instance_id"] or row["trajectory_hash"] or json.dumps(row["prompt"][:2])
         row["split"] = split_of(key, row.get("split"), held_out=test_fraction)
-        {"train": train, "test": test}.get(row["split"], []).append(row)
+        {"train": train, heldout: held}.get(row["split"], []).append(row)
     if not train:
         raise TrainingError(f"no training samples: none of the {len(rows)} samples is in the train split")
-    return train, test
+    return train, held
 
 
 def guard_eval_instances(instance_ids: list[str], allow: bool, what: str) -> None:

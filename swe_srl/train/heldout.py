@@ -82,6 +82,7 @@ def heldout_report(
     tokenizer,
     initial_outputs: Sequence[str],
     final_outputs: Sequence[str],
+    split: str = "test",
 ) -> dict[str, Any]:
     """Write ``heldout.jsonl`` and return the report: means per policy and baseline, final − each, and whether the
     final policy reaches the learning target (``MARGIN``, paired 95% interval above 0) under both rewards."""
@@ -106,7 +107,12 @@ def heldout_report(
     others = {"initial": initial}
     for name, actions in baseline_actions(train_rows, test_rows).items():
         others[name] = scores(baseline_outputs(actions), test_rows)
-    report: dict[str, Any] = {"samples": len(test_rows), "layered_effect": "off", "margin": MARGIN}
+    report: dict[str, Any] = {
+        "split": split,
+        "samples": len(test_rows),
+        "layered_effect": "off",
+        "margin": MARGIN,
+    }
     report["means"] = {"final": {m: _mean(final[m]) for m in REWARDS}}
     report["means"].update({name: {m: _mean(s[m]) for m in REWARDS} for name, s in others.items()})
     if test_rows:
@@ -119,7 +125,9 @@ def heldout_report(
 
 def report_table(report: dict[str, Any]) -> Table:
     """The printed form: one row per policy/baseline, mean under both rewards and final − it with its interval."""
-    table = Table(title=f"held-out test split: {report['samples']} samples (layered reward: effect off)")
+    table = Table(
+        title=f"held-out {report.get('split', 'test')} split: {report['samples']} samples (layered reward: effect off)"
+    )
     table.add_column("policy")
     for mode in REWARDS:
         table.add_column(f"{mode} mean", justify="right")

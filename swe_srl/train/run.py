@@ -208,7 +208,9 @@ def default_command() -> str:
 def split_samples(config: TrainConfig):
     """(sample set, train rows, test rows) of the run; evaluation instances refused in training."""
     sample_set = resolve_samples(config)
-    train_rows, test_rows = split_rows(read_samples(sample_set.path), config.test_fraction)
+    train_rows, test_rows = split_rows(
+        read_samples(sample_set.path), config.test_fraction, config.heldout_split
+    )
     guard_eval_instances(
         [r["instance_id"] for r in train_rows], config.allow_eval_instances, "training samples"
     )
@@ -223,7 +225,7 @@ def write_summary(
     out = config.output_dir
     train_rows, fitted_test, initial_outputs, final_outputs = held
     summary["heldout"] = heldout_report(
-        out, train_rows, fitted_test, tokenizer, initial_outputs, final_outputs
+        out, train_rows, fitted_test, tokenizer, initial_outputs, final_outputs, config.heldout_split
     )
     plot_metrics(out / "metrics.jsonl", out / "training_curves.png", summary["heldout"])
     if console is not None and fitted_test:

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.docker
 @pytest.fixture(scope="module")
 def bundled(docker_engine):
     instances = load_instances("bundled")
-    assert len(instances) >= 40 and {i.extra["split"] for i in instances} == {"train", "test"}
+    assert len(instances) >= 40 and {i.extra["split"] for i in instances} == {"train", "dev", "test"}
     return instances
 
 
@@ -21,7 +21,7 @@ def pick(instances, split: str):
     return next(i for i in instances if i.extra["split"] == split)
 
 
-@pytest.mark.parametrize("split", ["train", "test"])
+@pytest.mark.parametrize("split", ["train", "dev", "test"])
 def test_gold_resolves_and_empty_does_not(bundled, split: str) -> None:
     inst = pick(bundled, split)
     gold = grade(inst, inst.patch)

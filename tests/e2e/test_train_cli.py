@@ -65,7 +65,7 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
     card = (out / "final" / "README.md").read_text()
     for needle in (
         "embedded tiny Qwen2-shaped model",
-        "bundled suite: scripted-expert trajectories of bundled:train and bundled:test",
+        "bundled suite: scripted-expert trajectories of bundled:train (trained on), bundled:dev (choosing defaults) and bundled:test (held out)",
         f"{summary['train_samples']} train",
         "dynamic sampling: on, ε = 0.1",
         "KL β = 0.05",
@@ -77,7 +77,7 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
     assert all(
         '<file path="' in s["prompt"][1]["content"] for s in samples
     )  # the oracle files are in the prompts
-    assert {s["split"] for s in samples} == {"train", "test"}
+    assert {s["split"] for s in samples} == {"train", "dev", "test"}
 
     import torch
 

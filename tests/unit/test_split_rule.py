@@ -84,3 +84,17 @@ def test_decompose_with_swebench_schema_tasks_then_training_split(tmp_path: Path
     assert all(s["split"] == expected[s["instance_id"]] for s in samples)
     train, test = split_rows(samples)
     assert train and test and not {r["instance_id"] for r in train} & {r["instance_id"] for r in test}
+
+
+def test_heldout_split_dev_holds_out_only_dev_rows():
+    """Choosing defaults evaluates on dev; the test rows are then in neither list (never seen while tuning)."""
+    prompt = [{"role": "user", "content": "p"}]
+    rows = [
+        {"prompt": prompt, "expert_action": "ls", "instance_id": f"i{n}", "split": split}
+        for n, split in enumerate(["train", "train", "dev", "test", "dev"])
+    ]
+    train, dev = split_rows(rows, heldout="dev")
+    assert [r["instance_id"] for r in train] == ["i0", "i1"]
+    assert [r["instance_id"] for r in dev] == ["i2", "i4"]
+    train, test = split_rows(rows)
+    assert [r["instance_id"] for r in test] == ["i3"]

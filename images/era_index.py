@@ -8,9 +8,11 @@ every pip reads) built from the upstream JSON simple API (PEP 691/700, whose fil
   own pins were chosen when the official images were built, and their dependencies must resolve next to them);
 * the pinned versions themselves, whatever their date;
 * for a project that publishes binary wheels where no kept version has one for this interpreter, the earliest later
-  version that has (the era's Python was older than the image's: an sdist-only era version would need compiling).
+  final release that has (the era's Python was older than the image's: an sdist-only era version would need
+  compiling).
 
-Files come from the upstream URLs (pip downloads them directly). No upload-time upstream → the file is kept. The
+Files come from the upstream URLs (pip downloads them directly). The upstream is the config's ``upstream``, else the
+``PIP_INDEX_URL`` the index was started with, else PyPI. No upload-time upstream → the file is kept. The
 bound is logged and written next to the config (``era-bound``). Standard library only (+ pip's vendored
 ``packaging`` for wheel tags, when it imports): it runs under the image's Python, whatever that is.
 """
@@ -83,6 +85,16 @@ def version_key(version):
         except InvalidVersion:
             pass
     return (0, None, version) if Version is not None else (0, version)
+
+
+def is_prerelease(version):
+    """Whether ``version`` is a PEP 440 pre- or dev release (False where it does not parse)."""
+    if Version is None:
+        return bool(re.search(r"(a|b|rc|dev)\d*$", version))
+    try:
+        return Version(version).is_prerelease
+    except InvalidVersion:
+        return False
 
 
 class Upstream:
@@ -163,7 +175,8 @@ class Era:
             later = sorted(
                 (v for v in versions if v not in keep and self._fits(versions[v])), key=version_key
             )
-            keep |= set(later[:1])
+            finals = [v for v in later if not is_prerelease(v)]  # pip takes no pre-release unless told to
+            keep |= set((finals or later)[:1])
         return [f for v in sorted(keep, key=version_key) for f in versions[v]]
 
     def _fits(self, files):
@@ -229,10 +242,15 @@ def main(argv):
     config_path, port_file = argv[1], argv[2]
     with open(config_path, encoding="utf-8") as handle:
         config = json.load(handle)
-    upstream = Upstream(config.get("upstream") or "https://pypi.org/simple/")
+    upstream = Upstream(
+        config.get("upstream") or os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple/"
+    )
     era = Era(upstream, config.get("floor"), config.get("pins", []))
-    with open(os.path.join(os.path.dirname(os.path.abspath(config_path)), "era-bound"), "w") as handle:
-        handle.write(era.bound + "\n")
+    try:  # provenance only: a read-only config folder does not stop the index
+        with open(os.path.join(os.path.dirname(os.path.abspath(config_path)), "era-bound"), "w") as handle:
+            handle.write(era.bound + "\n")
+    except OSError:
+        pass
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler(era))
     print(
         f"era index: bound {era.bound or 'none'} (floor {config.get('floor')}, pins {sorted(era.pins)})",

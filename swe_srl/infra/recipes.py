@@ -105,13 +105,16 @@ def instance_image(instance: Instance, *, repos_dir: Path | None = None, source:
     chosen = image_choice(instance, source).source
     if chosen == "swebench":
         return ensure_official_image(instance)
-    pythons = env_pythons(instance, chosen)
-    for python in pythons:  # the spec's pins may not resolve on the nearest base above: then the one below
-        env, recipe = instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=python)
+    tries = [(p, *instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=p))
+             for p in env_pythons(instance, chosen)]  # fmt: skip
+    # an image built before (maybe on the fallback) first; else the bases in order: pins that do not resolve on the
+    # base above are tried on the one below
+    order = [t for t in tries if image_exists(instance_image_tag(t[2]))][:1] or tries
+    for python, env, recipe in order:
         try:
             ensure_env_image(env)
         except ImageBuildError:
-            if python == pythons[-1]:
+            if python == order[-1][0]:
                 raise
             continue
         _used_python[instance_image_tag(recipe)] = python

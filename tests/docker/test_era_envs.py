@@ -47,7 +47,8 @@ def test_env_resolves_in_its_era(docker_engine) -> None:
 def test_pins_that_do_not_resolve_fall_back_to_the_base_below(docker_engine, tiny_repo, monkeypatch) -> None:
     """A spec asking for 3.10 whose env only builds on 3.9: the 3.11 env fails, the 3.9 one is built and used, and
     the provenance says so (python 3.9, approximate)."""
-    from swe_srl.infra.recipes import image_provenance, instance_image, instance_image_name
+    from swe_srl.infra.images import env_image_tag, instance_image_tag
+    from swe_srl.infra.recipes import image_provenance, instance_image, instance_image_name, instance_recipes
 
     monkeypatch.setenv("SWE_SRL_IMAGE_SOURCE", "debootstrap")
     repo, base, _ = tiny_repo
@@ -57,6 +58,10 @@ def test_pins_that_do_not_resolve_fall_back_to_the_base_below(docker_engine, tin
         {"instance_id": "era__fallback-1", "repo": "era/fallback", "base_commit": base, "patch": "", "test_patch": "",
          "problem_statement": "", "version": "1.0", "env": env, "repo_dir": str(repo)}
     )  # fmt: skip
+    for python in ("3.11", "3.9"):  # from scratch every run: the 3.11 env fails, the 3.9 one is built
+        env_recipe, recipe = instance_recipes(instance, source="debootstrap", python=python)
+        for old in (instance_image_tag(recipe), env_image_tag(env_recipe)):
+            subprocess.run(["docker", "rmi", "-f", old], capture_output=True, check=False)
     tag = instance_image(instance)
     assert instance_image_name(instance) == tag
     assert _run(tag, "python -c 'import sys; print(sys.version_info[:2])'").strip() == "(3, 9)"

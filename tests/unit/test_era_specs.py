@@ -262,3 +262,56 @@ def test_report_lists_the_approximate_python_instances() -> None:
     )
     assert report["provenance"]["approximate_python_ids"] == ["a", "c"]
     assert report["provenance"]["pythons"] == ["3.11", "3.9"]
+
+
+def _era_index():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("era_index", ROOT / "images" / "era_index.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+class _Pages:
+    """Upstream JSON pages as data (the docker test reads PyPI's own)."""
+
+    def __init__(self, files: dict[str, list[tuple[str, str]]]) -> None:
+        self.pages = {p: [{"filename": n, "url": f"https://files.example/{n}", "upload-time": t,
+                           "hashes": {"sha256": "ab" * 32}, "requires-python": ">=3.6", "yanked": False}
+                          for n, t in fs] for p, fs in files.items()}  # fmt: skip
+
+    def files(self, project: str):
+        return self.pages.get(project)
+
+
+def test_era_index_keeps_the_era_the_pins_and_the_first_wheel_for_this_python() -> None:
+    era_index = _era_index()
+    here = next(iter(era_index.sys_tags()))  # a wheel tag this interpreter installs
+    pages = _Pages({
+        "docutils": [("docutils-0.16.tar.gz", "2020-01-01T00:00:00Z"), ("docutils-0.18.tar.gz", "2021-10-26T00:00:00Z"),
+                     ("docutils-0.21-py3-none-any.whl", "2024-04-01T00:00:00Z")],
+        "jinja2": [("Jinja2-3.0.3-py3-none-any.whl", "2021-11-09T00:00:00.5Z")],
+        "numpy": [("numpy-1.17.0.tar.gz", "2019-07-01T00:00:00Z"), ("numpy-1.17.0-cp27-cp27m-win32.whl", "2019-07-01T00:00:00Z"),
+                  ("numpy-1.20.0rc1-" + str(here) + ".whl", "2020-12-01T00:00:00Z"),
+                  ("numpy-1.20.0-" + str(here) + ".whl", "2021-01-30T00:00:00Z"),
+                  ("numpy-1.21.0-" + str(here) + ".whl", "2021-06-22T00:00:00Z")],
+    })  # fmt: skip
+    pinned = era = era_index.Era(pages, "2019-12-01T00:00:00Z", ["Jinja2==3.0.3", "docutils>=0.1"])
+    assert era.bound == "2021-11-09T00:00:00.5Z"  # the pin's upload, later than the floor
+    assert [f["filename"] for f in era.kept("docutils")] == ["docutils-0.16.tar.gz", "docutils-0.18.tar.gz"]
+    # no numpy of the era installs here as a wheel: the first final release that does is added, not the rc
+    era = era_index.Era(pages, "2019-12-01T00:00:00Z", [])
+    assert [era_index.file_version(f["filename"]) for f in era.kept("numpy")] == [
+        "1.17.0",
+        "1.17.0",
+        "1.20.0",
+    ]
+    assert era.kept("no-such-project") is None
+    assert era.kept("jinja2") == []  # 3.0.3 is past this era and not pinned here
+    html = era_index.page("docutils", pinned.kept("docutils"))
+    assert (
+        'href="https://files.example/docutils-0.16.tar.gz#sha256=' in html
+        and 'data-requires-python="&gt;=3.6"' in html
+    )
+    assert era_index.parse_pin("Foo_Bar[x]==1.2; python_version<'4'") == ("foo-bar", "1.2")

@@ -70,14 +70,17 @@ def import_swebench(module: str, stubs: tuple[str, ...] = ()) -> types.ModuleTyp
 
 @functools.cache
 def swebench_table(name: str) -> Any:
-    """``harness.constants.python.<name>`` from the swebench package (or the ``SWE_SRL_SWEBENCH_SPECS`` dump, whose
-    other tables are read when it has them; a bare spec-table dump has none: ``{}``)."""
+    """``harness.constants.python.<name>`` from the swebench package, or from the ``SWE_SRL_SWEBENCH_SPECS`` dump (a
+    dump of the module's tables, or of the spec table alone): a table the dump lacks comes from the package when it
+    is installed, else is empty."""
     dump = os.environ.get("SWE_SRL_SWEBENCH_SPECS")
     if dump:
         data = json.loads(Path(dump).read_text(encoding="utf-8"))
-        if "MAP_REPO_VERSION_TO_SPECS_PY" not in data:
-            return data if name == "MAP_REPO_VERSION_TO_SPECS_PY" else {}
-        return data.get(name, {})
+        tables = data if "MAP_REPO_VERSION_TO_SPECS_PY" in data else {"MAP_REPO_VERSION_TO_SPECS_PY": data}
+        if name in tables:
+            return tables[name]
+        if importlib.util.find_spec("swebench") is None:
+            return {}
     return getattr(import_swebench("harness.constants.python"), name)
 
 

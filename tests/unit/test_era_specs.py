@@ -315,3 +315,24 @@ def test_era_index_keeps_the_era_the_pins_and_the_first_wheel_for_this_python() 
         and 'data-requires-python="&gt;=3.6"' in html
     )
     assert era_index.parse_pin("Foo_Bar[x]==1.2; python_version<'4'") == ("foo-bar", "1.2")
+
+
+def test_a_bare_spec_dump_takes_the_other_tables_from_the_package(tmp_path: Path, monkeypatch) -> None:
+    from swe_srl.benchmark import specs
+
+    if not TABLE:
+        pytest.skip(f"no spec table at {SPECS_FILE}")
+    bare = tmp_path / "specs.json"
+    bare.write_text(json.dumps({"pylint-dev/pylint": TABLE["pylint-dev/pylint"]}))
+    monkeypatch.setenv("SWE_SRL_SWEBENCH_SPECS", str(bare))
+    specs.swebench_table.cache_clear()
+    try:
+        assert list(specs.swebench_specs()) == ["pylint-dev/pylint"]
+        reqs = specs.swebench_table("MAP_REPO_TO_REQS_PATHS")
+        if specs.importlib.util.find_spec("swebench") is None:
+            assert reqs == {}
+        else:
+            assert reqs["pylint-dev/pylint"] == TABLES["MAP_REPO_TO_REQS_PATHS"]["pylint-dev/pylint"]
+    finally:
+        monkeypatch.undo()
+        specs.swebench_table.cache_clear()

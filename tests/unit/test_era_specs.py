@@ -203,7 +203,7 @@ def test_conda_dependencies_as_pip_requirements() -> None:
     assert [conda_to_pip(d) for d in ("conda-forge::matplotlib-base>=3.5", "fsspec!=2021.7.0", "lxml  # pydap")] == [
         "matplotlib>=3.5", "fsspec!=2021.7.0", "lxml"
     ]  # fmt: skip
-    assert yml_requirements("dependencies: [pip, hdf5, {pip: ['a==1', 'b']}]") == ["a==1", "b"]
+    assert yml_requirements("dependencies: [pip, hdf5, cfgrib, {pip: ['a==1', 'b']}]") == ["a==1", "b"]
     assert exact_pins(["a==1", "b>=2", "c[x]==3; python_version<'4'", "d==1.*"]) == ["a==1", "c==3"]
     with pytest.raises(TaskError, match="environment.yml does not parse"):
         yml_requirements("dependencies: [a\n")

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from swe_srl.benchmark.instances import HELD_OUT
 from swe_srl.errors import ConfigError
 from swe_srl.rewards.effect import EffectMode
-from swe_srl.train.presets import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS, deep_merge, preset_config
+from swe_srl.train.presets import REAL_TRL_DEFAULTS, TINY_REWARD, TINY_TRL_DEFAULTS, deep_merge, preset_config
 from swe_srl.train.trl_options import check_trl_options, check_trl_version
 
 __all__ = ["REAL_TRL_DEFAULTS", "TINY_TRL_DEFAULTS", "TrainConfig", "load_config"]
@@ -74,15 +74,15 @@ class TinyOptions(_Strict):
     """The embedded default policy: a Qwen2-shaped model (random init + a short format warm-up) and a BPE tokenizer
     trained on the samples."""
 
-    hidden_size: int = Field(64, ge=16, le=512, description="Hidden size.")
-    layers: int = Field(2, ge=1, le=8, description="Transformer layers.")
+    hidden_size: int = Field(128, ge=16, le=512, description="Hidden size.")
+    layers: int = Field(4, ge=1, le=8, description="Transformer layers.")
     heads: int = Field(4, ge=1, description="Attention heads.")
     vocab_size: int = Field(
-        384, ge=280, le=32000, description="BPE vocabulary size (small: format reachable)."
+        2048, ge=280, le=32000, description="BPE vocabulary size (trained on the train split's texts)."
     )
     seed: int = Field(0, description="Init seed.")
     max_prompt_tokens: int = Field(
-        1536,
+        768,
         ge=32,
         description="The tiny model's context, fitted by the one prompt fitter (system prompt and problem kept).",
     )
@@ -90,13 +90,13 @@ class TinyOptions(_Strict):
         1, ge=1, description="CPU threads (torch) for the tiny model: more only add contention at this size."
     )
     warmup_steps: int = Field(
-        60,
+        200,
         ge=0,
         description="Format warm-up: supervised steps on the train split's '</think>' + expert action before SRL "
         "(stands in for the instruction tuning a real base model has; 0 = SRL from random init).",
     )
     warmup_lr: float = Field(3e-3, gt=0, description="Learning rate of the format warm-up (AdamW).")
-    warmup_batch: int = Field(16, ge=1, description="Samples per format warm-up step.")
+    warmup_batch: int = Field(8, ge=1, description="Samples per format warm-up step.")
 
 
 class RlvrOptions(_Strict):
@@ -134,7 +134,10 @@ class TrainConfig(_Strict):
     )
     tasks: str | None = Field(None, description="Task set (for oracle files and RLVR episodes).")
     oracle_files: bool = Field(False, description="Prompts include the oracle files (paths + contents).")
-    reward: Literal["srl", "layered"] = Field("layered", description="Paper similarity, or layered reward.")
+    reward: Literal["srl", "layered"] = Field(
+        "layered",
+        description="Paper similarity, or layered reward (the tiny model's default is srl: presets.TINY_REWARD).",
+    )
     effect: EffectMode = Field("off", description="Effect layer of the layered reward.")
     fuzzy: bool = Field(False, description="Fuzzy normalization in the semantic layer.")
     advantage: Literal["grpo", "rloo"] = Field(
@@ -237,6 +240,8 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
         source = f"{source} (with --set {' '.join(overrides)})"
     preset = data.get("preset")
     data = deep_merge(preset_config(preset if isinstance(preset, str) else None), data)
+    if "reward" not in data and not data.get("model") and data.get("effect", "off") == "off":
+        data["reward"] = TINY_REWARD  # the tiny model's default; asking for an effect layer means layered
     try:
         config = TrainConfig.model_validate(data)
     except ValidationError as exc:

@@ -175,3 +175,14 @@ def test_grpo_config_checks_become_config_errors(tmp_path: Path):
     )
     with pytest.raises(ConfigError, match="rejected by trl.GRPOConfig"):
         grpo_args(cfg, tiny=True)
+
+
+def test_reward_default_is_srl_for_the_tiny_model_only():
+    """The tiny model's default reward is the paper's (chosen on dev); real models and effect layers get layered;
+    an explicit --reward always wins."""
+    assert load_config(None, []).reward == "srl"
+    assert load_config(None, [], model="Qwen/Qwen2.5-Coder-7B-Instruct").reward == "layered"
+    assert load_config(None, [], effect="cached").reward == "layered"
+    assert load_config(None, [], reward="layered").reward == "layered"
+    assert load_config(None, ["reward=layered"]).reward == "layered"
+    assert load_config(None, [], preset="paper-gpu").reward == "layered"

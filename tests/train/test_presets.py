@@ -87,6 +87,12 @@ def test_cpu_small_preset_trains_a_small_local_model(samples_file: Path, tmp_pat
     assert [e["step"] for e in summary["eval"]] == [2]  # eval at the end only
     card = (out / "final" / "README.md").read_text()
     assert f"from **{model}**" in card and "4 generations per prompt" in card and "--preset cpu-small" in card
+    # a real model (--model) writes the same held-out report as the tiny default: every test sample, both rewards
+    assert summary["reward"] == "layered"  # the layered default of real models
+    held = [json.loads(x) for x in (out / "heldout.jsonl").read_text().splitlines()]
+    assert held and len(held) == summary["heldout"]["samples"] == summary["test_samples"]
+    assert {"final", "initial", "always_ls", "copy_previous", "frequent_at_step"} <= set(summary["heldout"]["means"])
+    assert all(set(h["final_reward"]) == {"srl", "layered"} and h["prompt"] and h["final_output"] for h in held)
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,15 @@ def scores(outputs: Sequence[str], rows: Sequence[dict]) -> dict[str, list[float
     }
 
 
+def layer_means(outputs: Sequence[str], rows: Sequence[dict]) -> dict[str, float]:
+    """The layered reward's layers (syntax, semantic, ...; effect off) averaged over the outputs."""
+    results = [
+        score_output(o, str(r["expert_action"]), mode="layered") for o, r in zip(outputs, rows, strict=True)
+    ]
+    names = sorted({name for result in results for name in result.components})
+    return {name: _mean([result.components.get(name, 0.0) for result in results]) for name in names}
+
+
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
@@ -115,6 +124,10 @@ def heldout_report(
     }
     report["means"] = {"final": {m: _mean(final[m]) for m in REWARDS}}
     report["means"].update({name: {m: _mean(s[m]) for m in REWARDS} for name, s in others.items()})
+    report["layers"] = {
+        "final": layer_means(final_outputs, test_rows),
+        "initial": layer_means(initial_outputs, test_rows),
+    }
     if test_rows:
         report["final_vs"] = {
             m: compare(final[m], {n: s[m] for n, s in others.items()}, margin=MARGIN) for m in REWARDS
@@ -141,4 +154,10 @@ def report_table(report: dict[str, Any]) -> Table:
                 "" if vs is None else f"{vs['mean_diff']:+.3f} [{vs['low']:+.3f}, {vs['high']:+.3f}]"
             )
         table.add_row(name, *cells)
+    layers = report.get("layers") or {}
+    if layers.get("final"):
+        table.caption = "layers (layered reward), start → final: " + ", ".join(
+            f"{name} {layers['initial'].get(name, 0.0):.3f} → {value:.3f}"
+            for name, value in layers["final"].items()
+        )
     return table

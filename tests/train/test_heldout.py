@@ -73,3 +73,8 @@ def test_heldout_lines_rescore_and_the_report_compares_with_baselines(tmp_path: 
     assert report["final_vs"]["srl"]["frequent_at_step"]["mean_diff"] == pytest.approx(0.0)
     assert report["target_met"] is False
     assert report_table(report).row_count == len(report["means"])
+    # the layered reward's layers, start vs final: the expert's own actions are semantically exact, `ls` is not
+    layers = report["layers"]
+    assert layers["final"]["semantic"] == pytest.approx(1.0) and layers["initial"]["semantic"] < 0.5
+    assert layers["final"]["syntax"] == pytest.approx(1.0)
+    assert "semantic" in str(report_table(report).caption)

@@ -1,8 +1,9 @@
 """Pure grading rules: which paths are test files, which model-patch edits are dropped, resolved or not.
 
 Statuses: ``resolved`` / ``unresolved`` (the patch is wrong), ``patch_failed`` (it does not apply), ``error``
-(infrastructure: image build or install, daemon, harness timeout, a test run where neither the patch nor the empty
-patch runs any FAIL_TO_PASS/PASS_TO_PASS test — never counted as a wrong patch; ``reason`` says which).
+(infrastructure: image build or install, daemon, harness timeout, a test run where none of the patch, the empty
+patch and the gold patch runs any FAIL_TO_PASS/PASS_TO_PASS test — never counted as a wrong patch; ``reason``
+says which).
 """
 
 from __future__ import annotations
@@ -18,8 +19,15 @@ from swe_srl.core.patches import drop_sections, patch_paths
 
 Status = Literal["resolved", "unresolved", "patch_failed", "error"]
 ENV_BUILD = "environment: the image cannot be built or installed"
-ENV_NO_TESTS = "environment: none of FAIL_TO_PASS/PASS_TO_PASS runs, with the empty patch either"
+ENV_NO_TESTS = "environment: none of FAIL_TO_PASS/PASS_TO_PASS runs, with the empty or the gold patch either"
 BROKE_RUN = "none of FAIL_TO_PASS/PASS_TO_PASS ran with this patch (they run with the empty patch)"
+BROKE_RUN_GOLD = (
+    "none of FAIL_TO_PASS/PASS_TO_PASS ran with this patch (they run with the gold patch on this image)"
+)
+NO_REFERENCE = (
+    "environment or patch: none of FAIL_TO_PASS/PASS_TO_PASS ran, and there is no other patch (empty or gold) "
+    "to run them on this image and tell the harness's fault from the patch's"
+)
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$|(^|/)(pytest|tox)\.ini$"
 )

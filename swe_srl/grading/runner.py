@@ -45,7 +45,13 @@ from swe_srl.benchmark.verdicts import (
 from swe_srl.core.patches import patch_paths
 from swe_srl.errors import ImageBuildError, SweSrlError
 from swe_srl.grading.neutralize import drop_control_files, is_pytest_config, restore_pytest_sections
-from swe_srl.grading.timeouts import no_tests_verdict, remember_empty, timeout_verdict, unresolved_reason
+from swe_srl.grading.timeouts import (
+    no_tests_verdict,
+    patch_role,
+    remember_run,
+    timeout_verdict,
+    unresolved_reason,
+)
 from swe_srl.infra.recipes import image_provenance, instance_image
 from swe_srl.infra.sandbox.base import Sandbox
 from swe_srl.infra.sandbox.factory import GRADING_GRACE_S, GRADING_TIMEOUT_S, open_sandbox
@@ -245,15 +251,14 @@ def grade(
     except SweSrlError as exc:
         result.status, result.log = "error", f"{type(exc).__name__}: {exc}"
         return result
-    empty = lambda: grade(instance, "", repos_dir=repos_dir, timeout=timeout)  # noqa: E731
+    role = patch_role(instance, model_patch, patch)
+    reference = lambda other: grade(instance, other, repos_dir=repos_dir, timeout=timeout)  # noqa: E731
     note = ""
     if timed_out:  # the patch's fault unless the empty patch times out too (timeouts.py)
-        result.status, result.reason, note = timeout_verdict(instance, patch, timeout, empty)
-    elif not ran_any(instance, result.tests):  # the patch's fault unless the empty patch runs none either
-        if not patch.strip():
-            remember_empty(instance, tag, result)
-        result.status, result.reason, note = no_tests_verdict(instance, tag, patch, empty)
-    elif not patch.strip():
-        remember_empty(instance, tag, result)
+        result.status, result.reason, note = timeout_verdict(instance, patch, timeout, lambda: reference(""))
+    else:
+        remember_run(instance, tag, role, result)
+        if not ran_any(instance, result.tests):  # the patch's fault unless no reference patch runs any either
+            result.status, result.reason, note = no_tests_verdict(instance, tag, role, reference)
     result.log += note
     return result

@@ -46,9 +46,10 @@ def _tag(instance: Instance, repos_dir: Path | None) -> str:
 
 
 def validate_one(instance: Instance, out: Path, repos_dir: Path | None, tag: str) -> dict[str, Any]:
-    """Grade the empty then the gold patch (the gold one reuses the empty run's probe); the state entry."""
+    """Grade the gold then the empty patch (the gold run is the empty one's reference when no target test runs with
+    the empty patch: ``grading/timeouts.py``); the state entry."""
     entry: dict[str, Any] = {"image": tag}
-    for name, patch in (("empty", ""), ("gold", instance.patch)):
+    for name, patch in (("gold", instance.patch), ("empty", "")):
         result = grade(instance, patch, repos_dir=repos_dir)
         log = out / "logs" / f"{instance.instance_id}.{name}.log"
         atomic_write_text(log, result.log)

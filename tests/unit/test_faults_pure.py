@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from swe_srl.benchmark import verdicts
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.verdicts import GradeResult
 from swe_srl.env.text import format_observation
@@ -87,3 +88,36 @@ def test_unresolved_reason_counts_the_failing_tests() -> None:
 )
 def test_fault_observations(result: ExecResult, must_contain: str) -> None:
     assert must_contain in format_observation(result, Limits())
+
+
+def test_the_empty_patch_is_judged_by_the_gold_run_and_each_reference_runs_once() -> None:
+    instance = _instance("refs-1")
+    instance.patch, instance.extra["env"] = (
+        "diff --git a/m b/m\n",
+        {"test_cmd": "pytest", "test_files": ["t"]},
+    )
+    graded: list[str] = []
+
+    def grade(ran: bool):
+        def run(patch: str) -> GradeResult:
+            graded.append(patch)
+            result = GradeResult(instance.instance_id, "unresolved", tests={"t::a": "PASSED"} if ran else {})
+            timeouts.remember_run(instance, "img", timeouts.patch_role(instance, patch, patch), result)
+            return result
+
+        return run
+
+    assert (
+        timeouts.patch_role(instance, "", "") == "empty" and timeouts.patch_role(instance, "x", "") == "empty"
+    )
+    assert timeouts.patch_role(instance, instance.patch, instance.patch) == "gold"
+    status, reason, _ = timeouts.no_tests_verdict(instance, "img", "empty", grade(True))
+    assert (status, reason) == ("unresolved", verdicts.BROKE_RUN_GOLD) and graded == [instance.patch]
+    timeouts.no_tests_verdict(instance, "img", "empty", grade(True))
+    assert graded == [instance.patch], "a reference is graded once per image"
+    status, reason, note = timeouts.no_tests_verdict(instance, "other", "model", grade(False))
+    assert (status, reason) == ("error", verdicts.ENV_NO_TESTS) and "gold patch's test log" in note
+    assert graded[1:] == ["", instance.patch]  # the empty patch first, then gold
+    instance.patch = ""
+    status, reason, _ = timeouts.no_tests_verdict(instance, "third", "empty", grade(True))
+    assert (status, reason) == ("error", verdicts.NO_REFERENCE), "no gold patch: nothing to compare with"

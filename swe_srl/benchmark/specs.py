@@ -150,6 +150,16 @@ def test_command(instance: Instance) -> str:
     return " ".join([spec["test_cmd"], *test_files(instance)])
 
 
+def spec_cpus(instance: Instance) -> float | None:
+    """The CPUs the spec gives the test container (``nano_cpus`` / 1e9, as SWE-bench's harness passes it to docker;
+    pylint's specs ask for 2); None when the spec names none or there is no spec."""
+    try:
+        nano = instance_spec(instance).get("nano_cpus")
+    except TaskError:
+        return None
+    return int(nano) / 1e9 if nano else None
+
+
 def eval_prelude(instance: Instance) -> list[str]:
     """Commands the spec runs before the tests (locale exports for django...)."""
     return list(instance_spec(instance).get("eval_commands", []))

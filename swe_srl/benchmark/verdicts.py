@@ -47,7 +47,8 @@ class GradeResult:
     reason: str = ""
     """Why the verdict: ``timeout`` (tests ran over the timeout), ``environment: …``, or which tests did not pass."""
     image: dict = field(default_factory=dict)
-    """Provenance of the image graded on: tag, image id, digests, base source, Python (``recipes.image_provenance``)."""
+    """Provenance of the image graded on: tag, image id, digests, base source, Python (``recipes.image_provenance``),
+    and ``cpus``, the CPUs the grading container had (the spec's ``nano_cpus`` capped at the host's, else 1)."""
 
     @property
     def resolved(self) -> bool:

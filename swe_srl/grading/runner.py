@@ -33,7 +33,7 @@ from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, parse_report, parser_for
-from swe_srl.benchmark.specs import eval_prelude, test_command
+from swe_srl.benchmark.specs import eval_prelude, spec_cpus, test_command
 from swe_srl.benchmark.verdicts import (
     ENV_BUILD,
     GradeResult,
@@ -52,9 +52,10 @@ from swe_srl.grading.timeouts import (
     timeout_verdict,
     unresolved_reason,
 )
+from swe_srl.infra.engine import engine_cpus
 from swe_srl.infra.recipes import image_provenance, instance_image
 from swe_srl.infra.sandbox.base import Sandbox
-from swe_srl.infra.sandbox.factory import GRADING_GRACE_S, GRADING_TIMEOUT_S, open_sandbox
+from swe_srl.infra.sandbox.factory import GRADING_TIMEOUT_S, PROFILES, grading_limits, open_sandbox
 
 _PYTEST = re.compile(r"^((?:python3? -m )?pytest)\b")
 CHANNEL_FD = 3
@@ -226,11 +227,10 @@ def grade(
         result.log = f"{result.reason}: {type(exc).__name__}: {exc}"
         return result
     try:
-        limits = {
-            "command_timeout_s": timeout,
-            "episode_timeout_s": timeout + GRADING_GRACE_S,
-            "output_limit_bytes": CHANNEL_LIMIT,
+        limits = grading_limits(timeout, spec_cpus(instance), engine_cpus()) | {
+            "output_limit_bytes": CHANNEL_LIMIT
         }
+        result.image["cpus"] = limits.get("cpus", PROFILES["grading"].limits.cpus)
         with open_sandbox(tag, profile="grading", base_commit=instance.base_commit, limits=limits) as sandbox:
             result.timings["start"] = time.perf_counter() - clock
             setup = probe_pytest(sandbox, instance)  # before the patch: its entry points do not count

@@ -44,6 +44,12 @@ def docker_client() -> docker.DockerClient:
     return client
 
 
+@lru_cache(maxsize=1)
+def engine_cpus() -> int:
+    """The CPUs of the Docker engine's host (``docker info`` NCPU): the most ``--cpus`` a container may get."""
+    return int(docker_client().info().get("NCPU") or os.cpu_count() or 1)
+
+
 def engine_answers() -> bool:
     """True when ``docker info`` succeeds."""
     if shutil.which("docker") is None:

@@ -22,7 +22,7 @@ NEW_TEST = "test/test_fixed_name.py"
 NEW_MODULE = "tabulate/fixed_name.py"
 
 
-def _new_file(path: str, lines: list[str]) -> str:
+def new_file_diff(path: str, lines: list[str]) -> str:
     body = "".join(f"+{line}\n" for line in lines)
     return f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
 
@@ -31,8 +31,8 @@ def _new_file(path: str, lines: list[str]) -> str:
 def needs_name(docker_engine):
     """The bundled instance (same id, so same image) whose new test module imports what only gold adds."""
     task = copy.deepcopy(load_instances("bundled:test")[0])
-    task.patch += _new_file(NEW_MODULE, ["FIXED = 'by gold'"])
-    task.test_patch = _new_file(
+    task.patch += new_file_diff(NEW_MODULE, ["FIXED = 'by gold'"])
+    task.test_patch = new_file_diff(
         NEW_TEST,
         ["from tabulate.fixed_name import FIXED", "", "def test_fixed():", "    assert FIXED == 'by gold'"],
     )

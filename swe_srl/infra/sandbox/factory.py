@@ -11,7 +11,9 @@ episode       ``SWEEnv`` (agent loop, eval, RLVR)          none; the env passes 
                                                           limits (+300 s episode grace)
 grading       ``grading.runner.grade``                    memory 4g; command timeout =    none
                                                           the grading timeout (1800 s),
-                                                          episode = timeout + 300 s
+                                                          episode = timeout + 300 s;
+                                                          CPUs the spec's ``nano_cpus``
+                                                          (capped at the host's), else 1
 validation    ``synth.bundled`` (mutations re-checked)    none                            none
 expert        expert-state replay, ``eval.replay``,       command timeout 120 s           ``QUIET_WORKTREE``
               the scripted expert
@@ -26,7 +28,9 @@ Why they differ:
   still diff. No extra environment: the policy gets a stock shell; its submitted patch is cleaned of bytecode and
   build artefacts by ``core.patches.clean_patch``.
 * **grading** runs the instance's whole test command as one command, so the command timeout is the grading
-  timeout, and test suites get 4g instead of 2g. No extra environment: tests run the way the SWE-bench harness
+  timeout, and test suites get 4g instead of 2g. A spec naming ``nano_cpus`` (pylint's: 2) gets that many CPUs, as
+  SWE-bench's harness gives its containers, capped at the engine's cores (:func:`grading_limits`); pylint's tests
+  skip with "Need 2 or more cores" under one. No extra environment: tests run the way the SWE-bench harness
   runs them (pytest's cache provider and bytecode as usual), so verdicts match it.
 * **validation** re-runs each bundled mutation's tests in one container per library; each test run passes its own
   300 s timeout, so the defaults do. Same (no) environment as grading, whose verdicts it predicts.
@@ -132,3 +136,13 @@ def open_sandbox(
         settings.setdefault("base_commit", target.base_commit)
         target = instance_image(target, repos_dir=repos_dir)
     return DockerSandbox(sandbox_spec(target, profile=profile, **settings))
+
+
+def grading_limits(timeout: float, spec_cpus: float | None, host_cpus: int) -> dict[str, float]:
+    """The grading profile's limits for one test run (a mapping for ``limits=``): the command timeout ``timeout``,
+    the episode ``timeout`` + grace, and ``cpus`` = ``spec_cpus`` (the spec's) capped at ``host_cpus``, the profile's
+    default (1) when the spec names none."""
+    limits = {"command_timeout_s": timeout, "episode_timeout_s": timeout + GRADING_GRACE_S}
+    if spec_cpus:
+        limits["cpus"] = float(min(spec_cpus, max(host_cpus, 1)))
+    return limits

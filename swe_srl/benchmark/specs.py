@@ -30,6 +30,7 @@ from swe_srl.benchmark.era import (
     yml_requirements,
 )
 from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.training_sets import HINTS, TRAINING_SETS, published_spec
 from swe_srl.core.patches import file_diffs
 from swe_srl.errors import TaskError
 
@@ -89,23 +90,38 @@ def swebench_specs() -> dict[str, dict[str, dict[str, Any]]]:
     return swebench_table("MAP_REPO_VERSION_TO_SPECS_PY")
 
 
-def instance_spec(instance: Instance) -> dict[str, Any]:
-    """The environment spec of an instance: ``python``, ``pip_packages``, ``install``, ``test_cmd``..."""
+def instance_spec(instance: Instance, *, published: bool = True) -> dict[str, Any]:
+    """The environment spec of an instance: ``python``, ``pip_packages``, ``install``, ``test_cmd``...
+
+    The record's ``extra['env']``, else the spec table's entry for its repo/version, else (``published``) for a
+    SWE-smith record the test spec its published image runs (``training_sets.published_spec``: SWE-smith's test
+    command over the FAIL_TO_PASS files; no install recipe, so an offline build asks with ``published=False``).
+    """
     if "env" in instance.extra:
         return dict(instance.extra["env"])
     table = swebench_specs()
+    versions = table.get(instance.repo, {})
+    if instance.version in versions:
+        return dict(versions[instance.version])
+    smith = published_spec(instance) if published else None
+    if smith is not None:
+        return smith
+    source = instance.extra.get("source")
+    if source in TRAINING_SETS:
+        version = f" version {instance.version!r}" if instance.version else ""
+        raise TaskError(
+            f"{instance.instance_id}: {source} repo {instance.repo}{version} has no spec: not in the swebench spec "
+            f"table ({HINTS[TRAINING_SETS[source]]}), and the record has no 'env' spec"
+        )
     if instance.repo not in table:
         raise TaskError(
             f"{instance.instance_id}: no environment spec for repo {instance.repo!r} "
             f"(known: {', '.join(sorted(table)[:6])}...); synthesized tasks must carry extra['env']"
         )
-    versions = table[instance.repo]
-    if instance.version not in versions:
-        raise TaskError(
-            f"{instance.instance_id}: repo {instance.repo} has no spec for version {instance.version!r} "
-            f"(known: {', '.join(versions)})"
-        )
-    return dict(versions[instance.version])
+    raise TaskError(
+        f"{instance.instance_id}: repo {instance.repo} has no spec for version {instance.version!r} "
+        f"(known: {', '.join(versions)})"
+    )
 
 
 def _minor(version: str) -> tuple[int, ...]:
@@ -134,8 +150,9 @@ def approximate_python(requested: str, used: str) -> bool:
 
 
 def test_files(instance: Instance) -> list[str]:
-    """The test directives: files the test_patch touches (or ``extra['env']['test_files']``), SWE-bench style."""
-    env = instance.extra.get("env") or {}
+    """The test directives: files the test_patch touches (or ``extra['env']['test_files']``, or a SWE-smith
+    record's FAIL_TO_PASS files), SWE-bench style."""
+    env = instance.extra.get("env") or published_spec(instance) or {}
     if env.get("test_files"):
         return list(env["test_files"])
     paths = [f.path for f in file_diffs(instance.test_patch) if not f.path.endswith(NON_TEST_EXTS)]

@@ -39,6 +39,13 @@ PREFIXES = {"swe-gym": SWE_GYM, "swe-smith": SWE_SMITH}
 """``swe-gym:FILE`` / ``swe-smith:FILE``: a local export of the set, marked as its source."""
 SWE_GYM_IMAGE_PREFIX = "xingyaoww/sweb.eval.x86_64."
 SWE_SMITH_IMAGE_ORG = "jyangballin"
+SWE_SMITH_TEST_CMD = "pytest --disable-warnings --color=no --tb=no --verbose"
+"""SWE-smith's ``PythonProfile.test_cmd``, run over the FAIL_TO_PASS files (a few repos' profiles differ)."""
+HINTS = {
+    "swe-gym": "SWE-Gym's specs are in SWE-Gym/SWE-Bench-Fork: SWE_SRL_SWEBENCH_SPECS may name a JSON dump of them",
+    "swe-smith": "SWE-smith's install recipes are its own repo profiles",
+}
+"""Where a training set's environment specs are, for the error of an instance without one."""
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _HUNK = re.compile(r"^@@ -(\d+(?:,\d+)?) \+(\d+(?:,\d+)?) @@(.*)$", re.DOTALL)
 
@@ -245,6 +252,15 @@ def published_setup(instance: Instance) -> list[str]:
         f"cd /testbed && git apply --whitespace=nowarn - <<'{tag}'\n{bug}\n{tag}",
         f"cd /testbed && git add -A && git {ident} commit -q -m 'Bug Patch'",
     ]
+
+
+def published_spec(instance: Instance) -> dict[str, Any] | None:
+    """The test spec of a SWE-smith instance in its published image: SWE-smith's Python test command over the
+    FAIL_TO_PASS files (its harness runs those files only). None for other sources: the spec table's."""
+    if TRAINING_SETS.get(str(instance.extra.get("source"))) != "swe-smith":
+        return None
+    files = sorted({t.split("::", 1)[0] for t in instance.FAIL_TO_PASS})
+    return {"test_cmd": SWE_SMITH_TEST_CMD, "test_files": files}
 
 
 def is_commit(value: str) -> bool:

@@ -159,9 +159,11 @@ CALC = "def add(a, b):\n    return a + b\n"
 CALC_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
 
-def test_a_swe_smith_record_runs_in_its_published_image(env_image, tmp_path: Path) -> None:
+@pytest.mark.parametrize("env", [{"python": "3.11", "test_cmd": "pytest -rA", "install": ""}, None])
+def test_a_swe_smith_record_runs_in_its_published_image(env_image, tmp_path: Path, env: dict | None) -> None:
     """The published image holds the clean commit; the layer commits the bug (``published_setup``) and names the
-    record's branch at it, so gold resolves and empty does not, with no mirror and no spec table entry."""
+    record's branch at it, so gold resolves and empty does not, with no mirror and no spec table entry; without an
+    ``env`` spec the tests run with SWE-smith's own command (``training_sets.published_spec``)."""
     image, root = env_image
     mirror = root / "tinyorg__calcpub.0123abcd"
     if not mirror.exists():
@@ -171,7 +173,7 @@ def test_a_swe_smith_record_runs_in_its_published_image(env_image, tmp_path: Pat
     record = {"instance_id": SMITH_ID, "repo": "swesmith/tinyorg__calcpub.0123abcd",
               "patch": _git(mirror, "diff", "main", SMITH_ID, raw=True), "FAIL_TO_PASS": ["test_calc.py::test_add"],
               "PASS_TO_PASS": [], "image_name": SMITH_IMAGE, "problem_statement": "add(2, 3) is -1.",
-              "env": {"python": "3.11", "test_cmd": "pytest -rA", "install": ""}}  # fmt: skip
+              **({"env": env} if env else {})}  # fmt: skip
     dataset = tmp_path / "smith.jsonl"
     dataset.write_text(json.dumps(record) + "\n")
     (instance,) = load_instances(str(dataset))
@@ -182,6 +184,10 @@ def test_a_swe_smith_record_runs_in_its_published_image(env_image, tmp_path: Pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     entry = json.loads((out / "validation.json").read_text())[SMITH_ID]
     assert (entry["gold"], entry["empty"]) == ("resolved", "unresolved"), entry
+    log = Path(entry["gold_log"]).read_text()
+    assert ("test_calc.py::test_add PASSED" in log) == (env is None), log[
+        -1500:
+    ]  # --verbose: SWE-smith's command
     assert (
         entry["provenance"]["official_image"] == SMITH_IMAGE
         and entry["provenance"]["image_source"] == "swebench"

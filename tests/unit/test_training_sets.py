@@ -18,11 +18,12 @@ from swe_srl.benchmark.training_sets import (
     SWE_SMITH,
     published_image,
     published_setup,
+    published_spec,
     reverse_patch,
     swe_gym_image,
     swe_smith_image,
 )
-from swe_srl.benchmark.training_specs import offline_spec, published_spec
+from swe_srl.benchmark.training_specs import offline_spec
 from swe_srl.errors import TaskError, TrainingError
 from swe_srl.train.data import guard_eval_instances
 

@@ -2,9 +2,9 @@
 training texts, saved so it reloads with ``AutoModelForCausalLM`` / ``AutoTokenizer``.
 
 The chat template's generation prompt already opens ``<think>`` (as reasoning models' templates do). A real SRL run
-starts from an instruction-tuned model that already answers in the format; the tiny model gets that from a short
-*format warm-up* instead: a few supervised steps on the train split's ``</think>`` + expert action (an empty thought,
-since the tiny completion budget is 24 tokens). Without it (``tiny.warmup_steps=0``) SRL from random init still
+starts from an instruction-tuned model that already answers in the format; the tiny model gets a stand-in from a
+supervised *warm-up* instead: ``tiny.warmup_steps`` steps on the train split's ``</think>`` + expert action (an empty
+thought; targets cut at 24 tokens). Without it (``tiny.warmup_steps=0``) SRL from random init still
 raises the sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``), so the held-out greedy
 evaluation would sit at −1.
 """

@@ -64,7 +64,8 @@ def test_tiny_policy_reloads_with_auto_classes(tmp_path: Path):
         [{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False
     )
     assert prompt.endswith("<think>")
-    assert model.config.vocab_size == len(tok) and len(tok) < 400
+    # trained on these few texts: BPE stops when no pair repeats, well under the default's 2048 (+ the 2 think tokens)
+    assert model.config.vocab_size == len(tok) and 256 < len(tok) < 1000
 
 
 def test_oracle_prompt_contains_files_and_plain_does_not():

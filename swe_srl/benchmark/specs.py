@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import threading
 import types
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ from swe_srl.errors import TaskError
 
 BASE_PYTHONS = ("3.9", "3.11", "3.13")
 NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
+_IMPORT_LOCK = threading.RLock()
+"""``import_swebench`` swaps ``sys.modules`` entries: two threads at once (``tasks validate --workers 2``) let one
+remove the other's stubs mid-import, which then ran swebench's real ``__init__`` (``No module named 'bs4'``)."""
 INSTALL_HINT = (
     "install the swebench spec tables with `pip install --no-deps swebench==4.1.0` "
     "or set SWE_SRL_SWEBENCH_SPECS to a JSON dump of MAP_REPO_VERSION_TO_SPECS_PY"
@@ -48,6 +52,11 @@ def import_swebench(module: str, stubs: tuple[str, ...] = ()) -> types.ModuleTyp
     Parent packages are stubbed for the duration of the import only; ``stubs`` names extra modules to stub
     (empty modules with a ``TestSpec`` placeholder), e.g. ``harness.test_spec.test_spec`` for the log parsers.
     """
+    with _IMPORT_LOCK:
+        return _import_swebench(module, stubs)
+
+
+def _import_swebench(module: str, stubs: tuple[str, ...]) -> types.ModuleType:
     spec = importlib.util.find_spec("swebench")
     if spec is None or spec.origin is None:
         raise TaskError(f"the swebench package is not installed: {INSTALL_HINT}")

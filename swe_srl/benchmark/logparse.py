@@ -91,6 +91,23 @@ def parser_for(repo: str) -> Parser:
     return parse_pytest
 
 
+def official_aliases(repo: str, results: dict[str, str]) -> dict[str, str]:
+    """The ids SWE-bench's own parser for ``repo`` gives the report channel's exact node ids, where they differ
+    (``{}`` for repos it parses as plain pytest). Its ``parse_log_pytest_options`` (pylint, ...) rewrites
+    parametrized ids: ``test_stdin[/testbed/tests/mymodule.py-mymodule-/testbed/tests/mymodule.py]`` becomes
+    ``test_stdin[/mymodule.py]``, the id FAIL_TO_PASS/PASS_TO_PASS name. Two node ids with one alias give it the
+    worse status."""
+    parser = parser_for(repo)
+    if parser is parse_pytest:
+        return {}
+    aliases: dict[str, str] = {}
+    for nodeid, status in results.items():
+        for key in parser(f"{status} {nodeid}"):  # the official parser on this test's summary line
+            if key != nodeid and _RECORD_RANK.get(status, 0) >= _RECORD_RANK.get(aliases.get(key, ""), -1):
+                aliases[key] = status
+    return aliases
+
+
 # Loaded first with `pytest -p <random name>`. At import (before conftests, collection and pytest's fd capture) it
 # takes the channel: the descriptor named by $SWE_SRL_CHANNEL_FD (dup()ed, the original closed, so subprocesses do
 # not inherit it) or the file $SWE_SRL_REPORT (host runs, trusted). It announces a nonce of its own, then writes

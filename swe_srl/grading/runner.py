@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
-from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, parse_report, parser_for
+from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, official_aliases, parse_report, parser_for
 from swe_srl.benchmark.specs import eval_prelude, spec_cpus, test_command
 from swe_srl.benchmark.verdicts import (
     ENV_BUILD,
@@ -179,6 +179,8 @@ def run_tests_logged(
     log_text = "\n".join(filter(None, ["\n".join(notes[:50]), _read_log(sandbox, log, plugin_dir)]))
     for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
         tests.setdefault(nodeid.split(" ")[0], status)
+    for key, status in official_aliases(instance.repo, tests).items():  # the ids SWE-bench's parser gives
+        tests.setdefault(key, status)
     tests.update(stray_statuses(instance, tests, log_text))
     return tests, log_text, result.timed_out
 

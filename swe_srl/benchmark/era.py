@@ -4,8 +4,10 @@ The official images were built with the pip, setuptools and unpinned packages of
 pip 26 (no legacy editable installs), setuptools 82 (finder-hook editables) and docutils releases sphinx 3.x never
 saw. Every ``pip`` in a SWE-bench env or instance build therefore goes through the era index
 (``images/era_index.py``, started by ``/opt/swe-srl/era-on.sh``), which shows only what PyPI held at the bound:
-the commit date of the version's ``environment_setup_commit`` (else the instance's ``created_at``) or, when later,
-the upload of the newest exact pin in the spec. ``pip install -U pip setuptools wheel`` then keeps the base's own
+the commit date of the version's ``environment_setup_commit`` (else the instance's ``created_at``), never before
+the release of the env's Python (a 2013 requests env on 3.9 would get pytest 2.4, which has no ``pytest`` command and
+predates 3.9; the official images resolved their unpinned packages years later) or, when later, the upload of the
+newest exact pin in the spec. ``pip install -U pip setuptools wheel`` then keeps the base's own
 tools unless the era's are newer.
 
 ``packages: environment.yml`` (xarray, matplotlib): the file at ``environment_setup_commit`` (as the official
@@ -53,6 +55,12 @@ CONDA_TO_PYPI = {
     "pytorch": "torch",
     "pyqt": "PyQt5",
 }
+PYTHON_RELEASED = {
+    "3.5": "2015-09-13T00:00:00Z", "3.6": "2016-12-23T00:00:00Z", "3.7": "2018-06-27T00:00:00Z",
+    "3.8": "2019-10-14T00:00:00Z", "3.9": "2020-10-05T00:00:00Z", "3.10": "2021-10-04T00:00:00Z",
+    "3.11": "2022-10-24T00:00:00Z", "3.12": "2023-10-02T00:00:00Z", "3.13": "2024-10-07T00:00:00Z",
+}  # fmt: skip
+"""The day each CPython minor version was released: an env never resolves before its interpreter existed."""
 _CONDA_SPEC = re.compile(r"^([A-Za-z0-9_.\-]+)\s*(.*)$")
 
 
@@ -81,15 +89,17 @@ def utc_iso(stamp: str) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def era_floor(instance: Instance, repo_dir: Path | None) -> str | None:
-    """The env's era: the commit date of ``environment_setup_commit`` in ``repo_dir``, else ``created_at``."""
-    commit = instance.environment_setup_commit
+def era_floor(instance: Instance, repo_dir: Path | None, python: str | None = None) -> str | None:
+    """The env's era: the commit date of ``environment_setup_commit`` in ``repo_dir``, else ``created_at``; never
+    before ``python``'s release (:data:`PYTHON_RELEASED`)."""
+    commit, floor = instance.environment_setup_commit, None
     if commit and repo_dir is not None:
         date = git(repo_dir, "log", "-1", "--format=%cI", commit, "--", check=False).strip()
-        if date:
-            return utc_iso(date)
+        floor = utc_iso(date) if date else None
     created = instance.extra.get("created_at")
-    return utc_iso(str(created)) if created else None
+    floor = floor or (utc_iso(str(created)) if created else None)
+    released = PYTHON_RELEASED.get(".".join(str(python).split(".")[:2])) if python else None
+    return max(floor, released) if floor and released else floor or released
 
 
 def exact_pins(requirements: list[str] | tuple[str, ...]) -> list[str]:

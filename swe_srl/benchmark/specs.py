@@ -197,9 +197,11 @@ def _pip_list(value: Any) -> list[str]:
     return list(value or [])
 
 
-def instance_era(instance: Instance, spec: dict[str, Any], repo_dir: Path | None) -> EraEnv | None:
-    """The era a SWE-bench instance's env resolves in (``benchmark/era.py``); None for bundled/synthesized tasks
-    (their ``extra['env']`` builds as it always did)."""
+def instance_era(
+    instance: Instance, spec: dict[str, Any], repo_dir: Path | None, python: str | None = None
+) -> EraEnv | None:
+    """The era a SWE-bench instance's env resolves in (``benchmark/era.py``) on ``python`` (default: the spec's);
+    None for bundled/synthesized tasks (their ``extra['env']`` builds as it always did)."""
     if "env" in instance.extra:
         return None
     yml: list[str] = []
@@ -213,9 +215,8 @@ def instance_era(instance: Instance, spec: dict[str, Any], repo_dir: Path | None
             )
         yml = yml_requirements(text)
     pins = exact_pins([*yml, *_pip_list(spec.get("pip_packages"))])
-    return EraEnv(
-        floor=era_floor(instance, repo_dir), pins=tuple(dict.fromkeys(pins)), yml_requirements=tuple(yml)
-    )
+    floor = era_floor(instance, repo_dir, python or spec.get("python"))
+    return EraEnv(floor=floor, pins=tuple(dict.fromkeys(pins)), yml_requirements=tuple(yml))
 
 
 def env_setup_script(spec: dict[str, Any], era: EraEnv | None = None) -> str:

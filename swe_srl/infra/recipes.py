@@ -81,8 +81,8 @@ def instance_recipes(
         if "repo_dir" in instance.extra
         else repo_source(instance.repo, repos_dir)
     )
-    setup = env_setup_script(spec, instance_era(instance, spec, repo_dir))
     python = python or image_python(instance, source)
+    setup = env_setup_script(spec, instance_era(instance, spec, repo_dir, python))
     env = EnvRecipe(name=env_name, python=python, setup_script=setup, source=source)
     script = install_script(instance, spec)
     if "env" not in instance.extra and (version := scm_version(repo_dir, instance.base_commit)):

@@ -16,6 +16,7 @@ import pytest
 from swe_srl.benchmark.era import (
     ERA_DIR,
     INSTALL_ERA_ON,
+    PYTHON_RELEASED,
     conda_to_pip,
     era_floor,
     exact_pins,
@@ -194,6 +195,30 @@ def test_era_floor_falls_back_to_created_at_and_yml_must_exist(specs_dump, tmp_p
     assert era_floor(table_instance("o/r", "1"), None) == CREATED
     with pytest.raises(TaskError, match=r"packages=environment.yml but none of .*environment.yml"):
         instance_era(instance, TABLE["pydata/xarray"]["2022.09"], tmp_path)
+
+
+def test_era_never_before_the_envs_python(specs_dump) -> None:
+    # requests 2.0 (2013, no pins) on 3.9: resolving in 2013 gave pytest 2.4 (no `pytest` command, no 3.9 support)
+    old = Instance.from_record(
+        {"instance_id": "psf__requests-1", "repo": "psf/requests", "base_commit": "0" * 40, "patch": "",
+         "test_patch": "", "problem_statement": "", "version": "2.0", "created_at": "2013-11-04T21:04:26Z"}
+    )  # fmt: skip
+    spec = {
+        "python": "3.9",
+        "packages": "pytest",
+        "install": "python -m pip install .",
+        "test_cmd": "pytest -rA",
+    }
+    assert era_floor(old, None) == "2013-11-04T21:04:26Z"
+    assert era_floor(old, None, "3.9") == PYTHON_RELEASED["3.9"] == instance_era(old, spec, None).floor
+    assert (
+        instance_era(old, spec, None, "3.11").floor == PYTHON_RELEASED["3.11"]
+    )  # a fallback base: its release
+    assert (
+        era_floor(table_instance("o/r", "1"), None, "3.9") == CREATED
+    )  # later than 3.9's release: unchanged
+    by_minor = [PYTHON_RELEASED[v] for v in sorted(PYTHON_RELEASED, key=lambda v: int(v.split(".")[1]))]
+    assert by_minor == sorted(by_minor)
 
 
 def test_conda_dependencies_as_pip_requirements() -> None:

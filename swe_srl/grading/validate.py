@@ -7,7 +7,9 @@ An instance is *environment-valid* when both verdicts are as they must be and ne
     OUT/valid.jsonl            the records of the environment-valid instances: a dataset (``--dataset OUT/valid.jsonl``)
 
 Resumable: an instance already in ``validation.json`` with the same image tag is skipped (a changed recipe, hence
-tag, validates it again). ``prune_images``: each instance image is removed once its instance is validated.
+tag, validates it again). ``prune_images``: each instance image swe-srl built is removed once its instance is
+validated (the one graded, a fallback Python's included); images it did not build (an official prebuilt image pulled
+or already here) stay.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from swe_srl.grading.runner import grade
 from swe_srl.grading.timeouts import log_tail
 from swe_srl.infra.engine import docker_client
 from swe_srl.infra.recipes import instance_image_name
+from swe_srl.infra.sandbox.janitor import OWNER_LABEL
 from swe_srl.paths import atomic_write_text
 
 STATE, VALID = "validation.json", "valid.jsonl"
@@ -60,8 +63,11 @@ def validate_one(instance: Instance, out: Path, repos_dir: Path | None, tag: str
 
 
 def _prune(tag: str) -> None:
+    """Remove ``tag`` if swe-srl built it (``swe-srl.owner`` label)."""
     with contextlib.suppress(docker.errors.APIError):  # gone already, or in use by a container of another run
-        docker_client().images.remove(tag, force=True)
+        image = docker_client().images.get(tag)
+        if (image.labels or {}).get(OWNER_LABEL) == "swe-srl":
+            docker_client().images.remove(tag, force=True)
 
 
 def validate(
@@ -88,7 +94,7 @@ def validate(
         if not skipped:
             entry = validate_one(instance, out, repos_dir, tag)
             if prune_images:
-                _prune(tag)
+                _prune(str((entry.get("provenance") or {}).get("image") or tag))
             with lock:
                 state[iid] = entry
                 atomic_write_text(path, json.dumps(state, indent=1, sort_keys=True))

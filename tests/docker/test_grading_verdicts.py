@@ -13,7 +13,7 @@ from swe_srl.benchmark.instances import load_instances, load_jsonl
 from swe_srl.benchmark.verdicts import BROKE_RUN, ENV_NO_TESTS
 from swe_srl.eval.run import EvalSettings, evaluate
 from swe_srl.grading.runner import grade
-from swe_srl.grading.validate import STATE, VALID, validate
+from swe_srl.grading.validate import STATE, VALID, _prune, validate
 from swe_srl.infra.engine import image_exists
 
 pytestmark = pytest.mark.docker
@@ -89,3 +89,16 @@ def test_validate_writes_the_filter_resumes_and_prunes(good, tmp_path) -> None:
     assert tag != state[good.instance_id]["image"] and image_exists(tag)
     validate([broken], tmp_path / "pruned", prune_images=True)
     assert not image_exists(tag)  # the renamed copy's image, built for this test, is gone
+
+
+def test_prune_keeps_images_swe_srl_did_not_build(docker_engine, tmp_path) -> None:
+    # an image a user pulled (an official prebuilt one): no swe-srl.owner label, so pruning leaves it
+    tar = tmp_path / "empty.tar"
+    subprocess.run(["tar", "-cf", str(tar), "-T", "/dev/null"], check=True)
+    tag = "swe-srl-test/not-ours:prune"
+    subprocess.run(["docker", "import", str(tar), tag], check=True, capture_output=True)
+    try:
+        _prune(tag)
+        assert image_exists(tag)
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)

@@ -40,6 +40,10 @@ def sandbox_run(image: str, command: str) -> tuple[str, int]:
     return result.output, result.exit_code
 
 
+def env_value(name: str) -> str | None:
+    return os.environ.get(name)
+
+
 def slow_marked(key: str, marker_dir: str, seconds: float) -> str:
     Path(marker_dir, f"{key}.{os.getpid()}").touch()
     time.sleep(seconds)
@@ -111,6 +115,13 @@ def test_sandbox_tasks_same_results_local_and_ray(ray_executor, tiny_image: str)
         expected = local.map(tasks)
     assert expected["py"] == ("42\n", 0) and expected["fail"][1] != 0
     assert ray_executor.map(tasks) == expected
+
+
+def test_image_source_travels_to_the_workers(ray_executor, monkeypatch) -> None:
+    # the nodes started before it was set (as a remote cluster's would): the task's runtime_env brings it
+    monkeypatch.setenv("SWE_SRL_IMAGE_SOURCE", "debootstrap")
+    results = dict(ray_executor.map([Task(key="env", fn=env_value, args=("SWE_SRL_IMAGE_SOURCE",))]))
+    assert results == {"env": "debootstrap"}
 
 
 def test_killed_ray_worker_retried_once(ray_executor, tmp_path: Path) -> None:

@@ -4,12 +4,15 @@
 one; ``--ray ray://host:10001`` joins a remote cluster through Ray Client; ``host:6379`` joins as a driver. Each
 task takes one CPU on some node and runs its sandboxes on that node's Docker engine; images are built there on
 first use (the ensure_* functions are idempotent and file-locked), no registry involved. A task whose worker
-process or node dies is resubmitted by Ray (``max_retries``); exceptions raised by the task are not retried.
+process or node dies is resubmitted by Ray (``max_retries``); exceptions raised by the task are not retried. The
+settings a worker must share with this process (:data:`FORWARDED_ENV`: the image source ``--image-source`` chose)
+travel with each task as its ``runtime_env``: a remote node's workers never saw this process's environment.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +20,8 @@ from typing import Any
 from swe_srl.errors import ConfigError, ExecutorError
 from swe_srl.infra.executor.base import DEFAULT_RETRIES, Executor, Task, call_task, reap_node
 
+FORWARDED_ENV = ("SWE_SRL_IMAGE_SOURCE",)
+"""Environment variables each Ray task gets from this process (where set)."""
 LOCAL_OBJECT_STORE = 100 * 1024 * 1024
 """Object store of a cluster started by ``--ray auto``: tasks pass small records, not tensors."""
 
@@ -76,7 +81,9 @@ class RayExecutor(Executor):
     def _run(self, tasks: list[Task], deliver: Callable, fail: Callable) -> None:
         ray = _ray()
         remote = ray.remote(call_task)
-        opts = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
+        opts: dict[str, Any] = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
+        if env := {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ}:
+            opts["runtime_env"] = {"env_vars": env}
         pending, inflight = deque(tasks), {}
         try:
             self._loop(ray, remote, opts, pending, inflight, deliver, fail)

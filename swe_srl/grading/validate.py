@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,8 +38,24 @@ from swe_srl.paths import atomic_write_text
 STATE, VALID = "validation.json", "valid.jsonl"
 
 
+NETWORK_ERRORS = re.compile(
+    r"Network is unreachable|Temporary failure in name resolution|Name or service not known|"
+    r"NewConnectionError|nodename nor servname|No route to host"
+)
+"""What a test that needs the network logs in a grading container (which has none)."""
+
+
+def network_note(log: str) -> str:
+    """A note for a cause when ``log`` shows tests reaching for the network (requests' httpbin.org and tarpit tests:
+    the official harness grades with network, this one offline); "" otherwise."""
+    match = NETWORK_ERRORS.search(log)
+    return f" [offline: tests reach for the network ({match.group(0)}); the official harness has it]" if match else ""
+
+
 def _cause(result: GradeResult) -> str:
-    return result.reason or ("" if result.status == "resolved" else log_tail(result.log, 5))
+    if result.status == "resolved":
+        return result.reason or ""
+    return (result.reason or log_tail(result.log, 5)) + network_note(result.log)
 
 
 def _tag(instance: Instance, repos_dir: Path | None) -> str:

@@ -11,7 +11,7 @@ from swe_srl.benchmark.instances import load_instances
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist
 from swe_srl.cli.infra import IMAGE_SOURCE_HELP, images_app  # the shared ``images`` group
 from swe_srl.errors import TaskError
-from swe_srl.grading.validate import VALID, validate
+from swe_srl.grading.validate import RATES, VALID, validate
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sources import select_image_source
 from swe_srl.paths import atomic_write_text
@@ -71,7 +71,11 @@ def validate_cmd(
     state = validate(load_instances(dataset), out, repos_dir=repos_dir, workers=workers,
                      prune_images=prune_images, progress=show)  # fmt: skip
     bad = sorted(i for i, e in state.items() if not e["valid"])
-    typer.echo(f"{len(state) - len(bad)}/{len(state)} environment-valid → {out / VALID}")
+    for repo, row in json.loads((out / RATES).read_text()).items():
+        n = row["instances"]
+        typer.echo(f"{repo}: gold resolved {row['gold_resolved']}/{n}, empty resolved {row['empty_resolved']}/{n}, "
+                   f"environment errors {row['errors']}, approximate Python {row['approximate_python']}")  # fmt: skip
+    typer.echo(f"{len(state) - len(bad)}/{len(state)} environment-valid → {out / VALID} (rates: {out / RATES})")
     if bad:
         raise TaskError(f"invalid instances (gold not resolved or empty not unresolved): {', '.join(bad)}")
 

@@ -5,6 +5,7 @@ An instance is *environment-valid* when both verdicts are as they must be and ne
     OUT/validation.json        per instance: image tag, gold/empty status and cause, valid or not (the resume state)
     OUT/logs/<id>.{gold,empty}.log   the full test logs
     OUT/valid.jsonl            the records of the environment-valid instances: a dataset (``--dataset OUT/valid.jsonl``)
+    OUT/rates.json             per repository: instances, gold resolved, empty resolved, errors, approximate Python
 
 Resumable: an instance already in ``validation.json`` with the same image tag is skipped (a changed recipe, hence
 tag, validates it again). ``prune_images``: each instance image swe-srl built is removed once its instance is
@@ -35,7 +36,7 @@ from swe_srl.infra.recipes import instance_image_name
 from swe_srl.infra.sandbox.janitor import OWNER_LABEL
 from swe_srl.paths import atomic_write_text
 
-STATE, VALID = "validation.json", "valid.jsonl"
+STATE, VALID, RATES = "validation.json", "valid.jsonl", "rates.json"
 
 
 NETWORK_ERRORS = re.compile(
@@ -122,4 +123,23 @@ def validate(
         list(pool.map(one, instances))
     valid = [i.to_record() for i in instances if state[i.instance_id]["valid"]]
     atomic_write_text(out / VALID, "".join(json.dumps(r) + "\n" for r in valid))
-    return {i.instance_id: state[i.instance_id] for i in instances}
+    mine = {i.instance_id: state[i.instance_id] for i in instances}
+    atomic_write_text(out / RATES, json.dumps(repo_rates(instances, mine), indent=1, sort_keys=True))
+    return mine
+
+
+def repo_rates(instances: list[Instance], state: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per repository: ``instances``, ``valid``, ``gold_resolved``, ``empty_resolved`` (must stay 0),
+    ``errors`` (either verdict an environment error) and ``approximate_python`` (graded on another minor Python)."""
+    rates: dict[str, dict[str, int]] = {}
+    for instance in instances:
+        entry = state[instance.instance_id]
+        row = rates.setdefault(instance.repo, dict.fromkeys(
+            ("instances", "valid", "gold_resolved", "empty_resolved", "errors", "approximate_python"), 0))  # fmt: skip
+        row["instances"] += 1
+        row["valid"] += bool(entry["valid"])
+        row["gold_resolved"] += entry["gold"] == "resolved"
+        row["empty_resolved"] += entry["empty"] == "resolved"
+        row["errors"] += "error" in (entry["gold"], entry["empty"])
+        row["approximate_python"] += bool((entry.get("provenance") or {}).get("approximate_python"))
+    return rates

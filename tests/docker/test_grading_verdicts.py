@@ -13,7 +13,7 @@ from swe_srl.benchmark.instances import load_instances, load_jsonl
 from swe_srl.benchmark.verdicts import BROKE_RUN, ENV_NO_TESTS
 from swe_srl.eval.run import EvalSettings, evaluate
 from swe_srl.grading.runner import grade
-from swe_srl.grading.validate import STATE, VALID, _prune, validate
+from swe_srl.grading.validate import RATES, STATE, VALID, _prune, validate
 from swe_srl.infra.engine import image_exists
 
 pytestmark = pytest.mark.docker
@@ -84,6 +84,8 @@ def test_validate_writes_the_filter_resumes_and_prunes(good, tmp_path) -> None:
     assert rerun.returncode != 0  # one instance is invalid
     assert rerun.stdout.count("(validated before)") == 2, rerun.stdout + rerun.stderr
     assert f"{broken.instance_id}: INVALID gold=error empty=error" in rerun.stdout
+    assert f"{good.repo}: gold resolved 1/2, empty resolved 0/2, environment errors 1" in rerun.stdout
+    assert json.loads((out / RATES).read_text())[good.repo]["valid"] == 1
     assert (out / STATE).read_text() == before
     tag = state[broken.instance_id]["image"]
     assert tag != state[good.instance_id]["image"] and image_exists(tag)

@@ -2,8 +2,10 @@
 
 SWE-bench instances use the ``swebench`` package's own table (``pip install --no-deps swebench==4.1.0``); only its
 data modules are imported, never its heavy package ``__init__``. ``SWE_SRL_SWEBENCH_SPECS=FILE.json`` may point at a
-JSON dump of ``MAP_REPO_VERSION_TO_SPECS_PY`` instead (air-gapped machines). Bundled/synthesized instances carry
-their spec in ``extra["env"]``.
+JSON dump of ``MAP_REPO_VERSION_TO_SPECS_PY`` instead (air-gapped machines). The older one-module layout
+(``harness/constants.py`` with ``MAP_REPO_VERSION_TO_SPECS``, lower-case repo keys) of forks such as SWE-Gym's
+``SWE-Gym/SWE-Bench-Fork``, whose table adds SWE-Gym's repositories, is read too. Bundled/synthesized instances
+carry their spec in ``extra["env"]``.
 """
 
 from __future__ import annotations
@@ -91,7 +93,20 @@ def swebench_table(name: str) -> Any:
             return tables[name]
         if importlib.util.find_spec("swebench") is None:
             return {}
-    return getattr(import_swebench("harness.constants.python"), name)
+    try:
+        return getattr(import_swebench("harness.constants.python"), name)
+    except ModuleNotFoundError:  # the older layout (SWE-Gym's fork): one module, the table without _PY
+        constants = import_swebench("harness.constants")
+        return getattr(constants, name, None) or getattr(constants, LEGACY_NAMES.get(name, name), {})
+
+
+LEGACY_NAMES = {"MAP_REPO_VERSION_TO_SPECS_PY": "MAP_REPO_VERSION_TO_SPECS"}
+"""swebench ≥ 3 table names → their names in the one-module ``harness/constants.py`` of swebench 2 and its forks."""
+
+
+def repo_entry(table: dict[str, Any], repo: str, default: Any = None) -> Any:
+    """``table[repo]``, else its lower-case key's entry (SWE-Gym's fork lower-cases its spec table's repos)."""
+    return table.get(repo, table.get(repo.lower(), default))
 
 
 def swebench_specs() -> dict[str, dict[str, dict[str, Any]]]:
@@ -109,7 +124,7 @@ def instance_spec(instance: Instance, *, published: bool = True) -> dict[str, An
     if "env" in instance.extra:
         return dict(instance.extra["env"])
     table = swebench_specs()
-    versions = table.get(instance.repo, {})
+    versions = repo_entry(table, instance.repo, {})
     if instance.version in versions:
         return dict(versions[instance.version])
     smith = published_spec(instance) if published else None
@@ -122,7 +137,7 @@ def instance_spec(instance: Instance, *, published: bool = True) -> dict[str, An
             f"{instance.instance_id}: {source} repo {instance.repo}{version} has no spec: not in the swebench spec "
             f"table ({HINTS[TRAINING_SETS[source]]}), and the record has no 'env' spec"
         )
-    if instance.repo not in table:
+    if not versions:
         raise TaskError(
             f"{instance.instance_id}: no environment spec for repo {instance.repo!r} "
             f"(known: {', '.join(sorted(table)[:6])}...); synthesized tasks must carry extra['env']"
@@ -206,7 +221,7 @@ def instance_era(
         return None
     yml: list[str] = []
     if spec.get("packages") == "environment.yml":
-        paths = swebench_table("MAP_REPO_TO_ENV_YML_PATHS").get(instance.repo, ["environment.yml"])
+        paths = repo_entry(swebench_table("MAP_REPO_TO_ENV_YML_PATHS"), instance.repo, ["environment.yml"])
         text = environment_yml(instance, repo_dir, list(paths))
         if text is None:
             raise TaskError(
@@ -244,7 +259,7 @@ def install_script(instance: Instance, spec: dict[str, Any]) -> str:
     table = swebench_table("MAP_REPO_TO_REQS_PATHS") if "env" not in instance.extra else {}
     lines += [INSTALL_ERA_ON] if "env" not in instance.extra else []
     if spec.get("packages") == "requirements.txt":
-        for path in table.get(instance.repo, []):
+        for path in repo_entry(table, instance.repo, []):
             lines.append(f"if [ -f {path} ]; then python -m pip install -r {path}; fi")
     lines += list(spec.get("pre_install", []))
     if spec.get("install"):

@@ -81,3 +81,39 @@ def test_other_records_keep_the_table_errors(spec_table) -> None:
     other = Instance.from_record(base | {"instance_id": "x__y-1", "repo": "x/y", "version": "1"})
     with pytest.raises(TaskError, match="no environment spec for repo 'x/y'"):
         specs.test_command(other)
+
+
+FORK_CONSTANTS = '''
+MAP_REPO_VERSION_TO_SPECS = {"getmoto/moto": {"4.0": {"python": "3.12", "install": "make init",
+                                                     "test_cmd": "pytest -n0 -rA"}}}
+MAP_REPO_VERSION_TO_SPECS = {k.lower(): v for k, v in MAP_REPO_VERSION_TO_SPECS.items()}
+MAP_REPO_TO_REQS_PATHS = {"Project-MONAI/MONAI": ["requirements-dev.txt"]}
+'''
+
+
+def test_swe_gyms_fork_layout_is_read_when_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # SWE-Gym/SWE-Bench-Fork as pip installs it: swebench 2's one-module harness/constants.py, the spec table under
+    # its old name with lower-case repo keys, and a package __init__ that needs what is not installed (bs4)
+    package = tmp_path / "swebench"
+    (package / "harness").mkdir(parents=True)
+    (package / "__init__.py").write_text("import bs4  # noqa\n")
+    (package / "harness" / "__init__.py").write_text("")
+    (package / "harness" / "constants.py").write_text(FORK_CONSTANTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("SWE_SRL_SWEBENCH_SPECS", raising=False)
+    specs.swebench_table.cache_clear()
+    try:
+        moto = Instance.from_record(
+            {"instance_id": "getmoto__moto-5752", "repo": "getmoto/moto", "base_commit": "0" * 40, "patch": "",
+             "test_patch": "", "problem_statement": "", "version": "4.0"}
+        )  # fmt: skip
+        assert specs.instance_spec(moto)["install"] == "make init"
+        monai = Instance.from_record({**moto.to_record(), "instance_id": "Project-MONAI__MONAI-1",
+                                      "repo": "Project-MONAI/MONAI"})  # fmt: skip
+        with pytest.raises(TaskError, match="no environment spec for repo 'Project-MONAI/MONAI'"):
+            specs.instance_spec(monai)
+        reqs = specs.swebench_table("MAP_REPO_TO_REQS_PATHS")
+        assert specs.repo_entry(reqs, "Project-MONAI/MONAI") == ["requirements-dev.txt"]
+        assert specs.swebench_table("MAP_REPO_TO_ENV_YML_PATHS") == {}  # not in that module: empty
+    finally:
+        specs.swebench_table.cache_clear()

@@ -7,8 +7,8 @@ An instance is *environment-valid* when both verdicts are as they must be and ne
     OUT/valid.jsonl            the records of the environment-valid instances: a dataset (``--dataset OUT/valid.jsonl``)
     OUT/rates.json             per repository: instances, gold resolved, empty resolved, errors, approximate Python
 
-Resumable: an instance already in ``validation.json`` with the same image tag is skipped (a changed recipe, hence
-tag, validates it again). ``prune_images``: each instance image swe-srl built is removed once its instance is
+Resumable: an instance already in ``validation.json`` whose image tag (the one graded, the fallback Python's
+included) is one its recipes make now is skipped (a changed recipe, hence tag, validates it again). ``prune_images``: each instance image swe-srl built is removed once its instance is
 validated (the one graded, a fallback Python's included); images it did not build (an official prebuilt image pulled
 or already here) stay.
 """
@@ -31,8 +31,8 @@ from swe_srl.benchmark.verdicts import GradeResult
 from swe_srl.errors import SweSrlError
 from swe_srl.grading.runner import grade
 from swe_srl.grading.timeouts import log_tail
-from swe_srl.infra.engine import docker_client
-from swe_srl.infra.recipes import instance_image_name
+from swe_srl.infra.engine import docker_client, image_exists
+from swe_srl.infra.recipes import instance_image_names
 from swe_srl.infra.sandbox.janitor import OWNER_LABEL
 from swe_srl.paths import atomic_write_text
 
@@ -59,11 +59,13 @@ def _cause(result: GradeResult) -> str:
     return (result.reason or log_tail(result.log, 5)) + network_note(result.log)
 
 
-def _tag(instance: Instance, repos_dir: Path | None) -> str:
+def _tags(instance: Instance, repos_dir: Path | None) -> list[str]:
+    """The tags the instance's image may have (the fallback Python's too), the likeliest first."""
     try:
-        return instance_image_name(instance, repos_dir=repos_dir)
+        tags = instance_image_names(instance, repos_dir=repos_dir)
     except SweSrlError as exc:  # no source for the repo: grading says so as the cause
-        return f"<unknown: {type(exc).__name__}>"
+        return [f"<unknown: {type(exc).__name__}>"]
+    return sorted(tags, key=lambda tag: not image_exists(tag))  # one built before first (a stable sort)
 
 
 def validate_one(instance: Instance, out: Path, repos_dir: Path | None, tag: str) -> dict[str, Any]:
@@ -76,6 +78,7 @@ def validate_one(instance: Instance, out: Path, repos_dir: Path | None, tag: str
         atomic_write_text(log, result.log)
         entry |= {name: result.status, f"{name}_cause": _cause(result), f"{name}_log": str(log)}
         entry.setdefault("provenance", result.image)
+    entry["image"] = str((entry.get("provenance") or {}).get("image") or tag)  # the one graded (maybe a fallback)
     entry["valid"] = entry["gold"] == "resolved" and entry["empty"] in ("unresolved", "patch_failed")
     return entry
 
@@ -107,12 +110,12 @@ def validate(
     lock = threading.Lock()
 
     def one(instance: Instance) -> None:
-        iid, tag = instance.instance_id, _tag(instance, repos_dir)
-        skipped = state.get(iid, {}).get("image") == tag
+        iid, tags = instance.instance_id, _tags(instance, repos_dir)
+        skipped = state.get(iid, {}).get("image") in tags
         if not skipped:
-            entry = validate_one(instance, out, repos_dir, tag)
+            entry = validate_one(instance, out, repos_dir, tags[0])
             if prune_images:
-                _prune(str((entry.get("provenance") or {}).get("image") or tag))
+                _prune(entry["image"])
             with lock:
                 state[iid] = entry
                 atomic_write_text(path, json.dumps(state, indent=1, sort_keys=True))

@@ -136,20 +136,26 @@ def env_pythons(instance: Instance, source: str) -> list[str]:
     )
 
 
+def instance_image_names(
+    instance: Instance, *, repos_dir: Path | None = None, source: str | None = None
+) -> list[str]:
+    """Every tag :func:`instance_image` may make for ``instance`` (one per Python it tries), in the order tried;
+    nothing is built or pulled."""
+    chosen = image_choice(instance, source).source
+    if chosen == "swebench":
+        return [official_layer_name(instance)]
+    return [
+        instance_image_tag(instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=python)[1])
+        for python in env_pythons(instance, chosen)
+    ]
+
+
 def instance_image_name(
     instance: Instance, *, repos_dir: Path | None = None, source: str | None = None
 ) -> str:
     """The tag :func:`instance_image` makes for ``instance``, without building or pulling anything."""
-    chosen = image_choice(instance, source).source
-    if chosen == "swebench":
-        return official_layer_name(instance)
-    tags = {
-        instance_image_tag(
-            instance_recipes(instance, repos_dir=repos_dir, source=chosen, python=python)[1]
-        ): python
-        for python in env_pythons(instance, chosen)
-    }
-    return next((tag for tag in tags if tag in _used_python or image_exists(tag)), next(iter(tags)))
+    tags = instance_image_names(instance, repos_dir=repos_dir, source=source)
+    return next((tag for tag in tags if tag in _used_python or image_exists(tag)), tags[0])
 
 
 def image_provenance(instance: Instance, tag: str) -> dict[str, object]:

@@ -47,8 +47,15 @@ def test_env_resolves_in_its_era(docker_engine) -> None:
 def test_pins_that_do_not_resolve_fall_back_to_the_base_below(docker_engine, tiny_repo, monkeypatch) -> None:
     """A spec asking for 3.10 whose env only builds on 3.9: the 3.11 env fails, the 3.9 one is built and used, and
     the provenance says so (python 3.9, approximate)."""
+    from swe_srl.grading.validate import _tags
     from swe_srl.infra.images import env_image_tag, instance_image_tag
-    from swe_srl.infra.recipes import image_provenance, instance_image, instance_image_name, instance_recipes
+    from swe_srl.infra.recipes import (
+        image_provenance,
+        instance_image,
+        instance_image_name,
+        instance_image_names,
+        instance_recipes,
+    )
 
     monkeypatch.setenv("SWE_SRL_IMAGE_SOURCE", "debootstrap")
     repo, base, _ = tiny_repo
@@ -64,6 +71,9 @@ def test_pins_that_do_not_resolve_fall_back_to_the_base_below(docker_engine, tin
             subprocess.run(["docker", "rmi", "-f", old], capture_output=True, check=False)
     tag = instance_image(instance)
     assert instance_image_name(instance) == tag
+    # tasks validate resumes on the fallback's image (and still knows the 3.11 tag it would try first)
+    names = instance_image_names(instance)
+    assert len(names) == 2 and names[1] == tag and _tags(instance, None) == [tag, names[0]]
     assert _run(tag, "python -c 'import sys; print(sys.version_info[:2])'").strip() == "(3, 9)"
     prov = image_provenance(instance, tag)
     assert (prov["python"], prov["spec_python"], prov["approximate_python"]) == ("3.9", "3.10", True)

@@ -75,12 +75,18 @@ def build_context(
     _docker_build(tag, context, console or Console(stderr=True))
 
 
+def build_log_path(tag: str) -> Path:
+    """Where the whole log of a failed ``docker build`` of ``tag`` is kept (the error names it)."""
+    return paths.cache_dir("logs") / f"build-{tag.replace('/', '_').replace(':', '_')}.log"
+
+
 def _docker_build(tag: str, context: Path, console: Console) -> None:
 
     tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
     api = docker_client().api
     error = None
-    with console.status(f"building {tag}") as status:
+    log = build_log_path(tag)
+    with console.status(f"building {tag}") as status, open(log, "w", encoding="utf-8") as out:
         try:
             stream = api.build(
                 path=str(context),
@@ -95,14 +101,17 @@ def _docker_build(tag: str, context: Path, console: Console) -> None:
                 if "error" in chunk:
                     error = str(chunk["error"]).strip()
                     tail.append(error)
+                    out.write(error + "\n")
                 for line in text.splitlines():
                     tail.append(line)
+                    out.write(line + "\n")
                     status.update(f"building {tag}: {line.strip()[:100]}")
         except docker.errors.APIError as exc:
             error = str(exc)
     if error:
         body = "\n".join(tail)
-        raise ImageBuildError(f"building {tag} failed: {error}; last lines of the build log:\n{body}")
+        raise ImageBuildError(f"building {tag} failed: {error}; full build log: {log}; last lines:\n{body}")
+    log.unlink(missing_ok=True)  # built: the image is the record
     console.print(f"[green]built[/] {tag}")
 
 

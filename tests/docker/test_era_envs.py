@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -81,5 +83,7 @@ def test_pins_that_do_not_resolve_fall_back_to_the_base_below(docker_engine, tin
         {**instance.to_record(), "instance_id": "era__fallback-2", "env": {**env, "env_setup": ["exit 3"]}}
     )
     # fails on every base: the last one's error is raised
-    with pytest.raises(ImageBuildError, match="non-zero code: 3"):
+    with pytest.raises(ImageBuildError, match="non-zero code: 3") as err:
         instance_image(broken)
+    log = re.search(r"full build log: (\S+);", str(err.value))
+    assert log and "+ exit 3" in Path(log.group(1)).read_text()  # the whole build's log is kept, and named

@@ -137,7 +137,8 @@ def scm_version(repo_dir: Path, commit: str) -> str | None:
 
     Instance images hold ``base_commit`` alone (no tags), so setuptools_scm would report ``0.1.dev1`` and repos
     that check their own version (pytest's ``minversion``) fail; the image build pretends this version instead.
-    ``5.4.0`` 593 commits later → ``5.4.0.post593``; ``7.2.0.dev0`` → ``7.2.0.dev157``.
+    ``5.4.0`` 593 commits later → ``5.4.0.post593``; ``7.2.0.dev0`` → ``7.2.0.dev157``; astropy's ``v5.1.dev``
+    → ``5.1.dev623`` (as setuptools_scm makes it; ``5.1.dev.post623`` is no version and stopped the install).
     """
     described = git(repo_dir, "describe", "--tags", "--long", commit, check=False).strip()
     match = re.fullmatch(r"v?(\d[\w.]*?)-(\d+)-g[0-9a-f]+", described)
@@ -146,6 +147,6 @@ def scm_version(repo_dir: Path, commit: str) -> str | None:
     tag, distance = match.group(1), int(match.group(2))
     if distance == 0:
         return tag
-    if re.search(r"\.dev\d+$", tag):
-        return re.sub(r"\.dev\d+$", f".dev{distance}", tag)
+    if re.search(r"\.?dev\d*$", tag):
+        return re.sub(r"\.?dev\d*$", f".dev{distance}", tag)
     return f"{tag}.post{distance}"

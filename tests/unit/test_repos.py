@@ -41,6 +41,19 @@ def test_scm_version(tagged: tuple[Path, list[str]], index: int, expected: str) 
     assert scm_version(repo, shas[index]) == expected
 
 
+def test_scm_version_after_a_dev_tag_without_number(tmp_path: Path) -> None:
+    # astropy tags its dev cycles "v5.1.dev": 623 commits later setuptools_scm says 5.1.dev623, not 5.1.dev.post623
+    git(tmp_path, "init", "-q", "-b", "main")
+    for i in range(3):
+        (tmp_path / "f").write_text(str(i))
+        git(tmp_path, "add", "f")
+        git(tmp_path, "commit", "-q", "--no-gpg-sign", "-m", f"c{i}")
+        if i == 0:
+            git(tmp_path, "tag", "-a", "-m", "dev", "v5.1.dev")
+    assert scm_version(tmp_path, "HEAD") == "5.1.dev2"
+    assert scm_version(tmp_path, "HEAD~2") == "5.1.dev"
+
+
 def test_scm_version_without_tags_is_none(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q", "-b", "main")
     (tmp_path / "f").write_text("x")

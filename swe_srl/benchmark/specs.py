@@ -234,10 +234,25 @@ def instance_era(
     return EraEnv(floor=floor, pins=tuple(dict.fromkeys(pins)), yml_requirements=tuple(yml))
 
 
-def env_setup_script(spec: dict[str, Any], era: EraEnv | None = None) -> str:
+COMPILED_REPOS = frozenset({"astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/matplotlib"})
+"""Verified repositories whose install compiles C/C++/Cython extensions: their envs get a compiler (the official
+base image has ``build-essential``; ours have none, and astropy's editable install stopped at ``gcc``). Other envs
+stay as they were."""
+COMPILER_LINES = [
+    "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends build-essential"
+]
+
+
+def needs_compiler(instance: Instance) -> bool:
+    """Whether the env of a SWE-bench ``instance`` gets :data:`COMPILER_LINES` (:data:`COMPILED_REPOS`)."""
+    return "env" not in instance.extra and instance.repo in COMPILED_REPOS
+
+
+def env_setup_script(spec: dict[str, Any], era: EraEnv | None = None, *, compiler: bool = False) -> str:
     """Bash for the env image: pre-install packages + pip packages; runs as root with network. With ``era``, pip
-    resolves through the era index and the ``environment.yml`` requirements come before the pip packages."""
-    lines = ["set -euxo pipefail"]
+    resolves through the era index and the ``environment.yml`` requirements come before the pip packages; with
+    ``compiler``, a C/C++ toolchain is installed first."""
+    lines = ["set -euxo pipefail", *(COMPILER_LINES if compiler else [])]
     lines += era_setup_lines(era) if era is not None else []
     lines.append("python -m pip install -U pip setuptools wheel")
     packages = spec.get("packages", "")

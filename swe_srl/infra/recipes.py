@@ -18,6 +18,7 @@ from swe_srl.benchmark.specs import (
     env_setup_script,
     install_script,
     instance_era,
+    needs_compiler,
     python_candidates,
 )
 from swe_srl.benchmark.training_specs import offline_spec
@@ -82,7 +83,9 @@ def instance_recipes(
         else repo_source(instance.repo, repos_dir)
     )
     python = python or image_python(instance, source)
-    setup = env_setup_script(spec, instance_era(instance, spec, repo_dir, python))
+    setup = env_setup_script(
+        spec, instance_era(instance, spec, repo_dir, python), compiler=needs_compiler(instance)
+    )
     env = EnvRecipe(name=env_name, python=python, setup_script=setup, source=source)
     script = install_script(instance, spec)
     if "env" not in instance.extra and (version := scm_version(repo_dir, instance.base_commit)):

@@ -26,11 +26,13 @@ from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.repos import git_snapshot
 from swe_srl.benchmark.specs import (
     BASE_PYTHONS,
+    COMPILER_LINES,
     approximate_python,
     base_python,
     env_setup_script,
     install_script,
     instance_era,
+    needs_compiler,
     python_candidates,
     tox_env_lines,
 )
@@ -219,6 +221,18 @@ def test_era_never_before_the_envs_python(specs_dump) -> None:
     )  # later than 3.9's release: unchanged
     by_minor = [PYTHON_RELEASED[v] for v in sorted(PYTHON_RELEASED, key=lambda v: int(v.split(".")[1]))]
     assert by_minor == sorted(by_minor)
+
+
+def test_repos_that_compile_get_a_compiler_first(specs_dump) -> None:
+    spec = {"python": "3.9", "install": "python -m pip install -e .[test]", "test_cmd": "pytest -rA"}
+    astropy, sympy = table_instance("astropy/astropy", "4.3"), table_instance("sympy/sympy", "1.1")
+    assert needs_compiler(astropy) and not needs_compiler(sympy)
+    lines = env_setup_script(spec, instance_era(astropy, spec, None), compiler=True).splitlines()
+    assert lines[1] == COMPILER_LINES[0] and "build-essential" in lines[1]
+    assert lines.index(COMPILER_LINES[0]) < next(i for i, line in enumerate(lines) if "pip install" in line)
+    assert COMPILER_LINES[0] not in env_setup_script(spec, instance_era(sympy, spec, None))
+    bundled = Instance.from_record({**astropy.to_record(), "env": spec})
+    assert not needs_compiler(bundled)  # a record with its own env spec builds as it says
 
 
 def test_conda_dependencies_as_pip_requirements() -> None:

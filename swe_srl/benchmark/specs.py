@@ -235,11 +235,12 @@ def instance_era(
 
 
 COMPILED_REPOS = frozenset({"astropy/astropy", "scikit-learn/scikit-learn", "matplotlib/matplotlib"})
-"""Verified repositories whose install compiles C/C++/Cython extensions: their envs get a compiler (the official
-base image has ``build-essential``; ours have none, and astropy's editable install stopped at ``gcc``). Other envs
-stay as they were."""
+"""Verified repositories whose install compiles C/C++/Cython extensions: their envs get a compiler and the Python
+headers (the official base image has ``build-essential``; ours have neither, and astropy's editable install stopped
+at ``gcc``, then at ``Python.h``). Other envs stay as they were."""
 COMPILER_LINES = [
-    "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends build-essential"
+    "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "
+    "build-essential python3-dev"
 ]
 
 

@@ -88,6 +88,39 @@ def fetch_sdist(name: str, version: str, sha256: str | None = None) -> Path:
     return found[0]
 
 
+def submodule_sources(
+    repo_dir: Path, commit: str, repos_dir: Path | None
+) -> tuple[tuple[str, str, str], ...]:
+    """The git submodules of ``commit`` as ``(path, commit, local clone)``: each GitHub submodule whose clone
+    :func:`repo_source` finds (in ``repos_dir``, else the cache or GitHub). Instance images then hold them checked
+    out (astropy 3.x's ``astropy_helpers``, which its install would clone from GitHub); one without a clone is left
+    as it was (an offline install that needs it fails, naming it)."""
+    text = git(repo_dir, "show", f"{commit}:.gitmodules", check=False)
+    if not text.strip():
+        return ()
+    config = subprocess.run(["git", "config", "-f", "-", "--get-regexp", r"^submodule\..*\.(path|url)$"],
+                            input=text, capture_output=True, text=True, check=False).stdout  # fmt: skip
+    entries: dict[str, dict[str, str]] = {}
+    for line in config.splitlines():
+        key, _, value = line.partition(" ")
+        name, _, field = key[len("submodule.") :].rpartition(".")
+        entries.setdefault(name, {})[field] = value.strip()
+    out = []
+    for entry in entries.values():
+        match = re.match(
+            r"^(?:https?://|git@|git://)github\.com[/:]([^/]+)/([^/]+?)(?:\.git)?/?$", entry.get("url", "")
+        )
+        listed = git(repo_dir, "ls-tree", commit, "--", entry.get("path", ""), check=False).split()
+        if not match or len(listed) < 3 or listed[1] != "commit":
+            continue
+        try:
+            source = repo_source(f"{match.group(1)}/{match.group(2)}", repos_dir)
+        except TaskError:
+            continue
+        out.append((entry["path"], listed[2], str(source)))
+    return tuple(sorted(out))
+
+
 def extract_sdist(sdist: Path, dest: Path) -> Path:
     """Extract ``sdist`` into ``dest`` (replaced) with its top-level folder stripped; returns ``dest``."""
     shutil.rmtree(dest, ignore_errors=True)

@@ -125,6 +125,16 @@ def unmount_under(root: Path) -> None:
         subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
 
 
+def init_submodule(dest: Path, path: str) -> None:
+    """Register the submodule at ``path`` (already checked out) in ``dest``'s config, as ``git submodule init``
+    does: ``git submodule status`` then shows it up to date, so installs that check it (astropy's
+    ``ah_bootstrap``) do not clone it again."""
+    proc = subprocess.run(["git", "-C", str(dest), "submodule", "init", "--", path], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        raise ImageBuildError(f"git submodule init {path} in {dest} failed: {proc.stderr.strip()[-500:]}")
+
+
 def checkout_base_commit(repo_dir: Path, commit: str, dest: Path) -> None:
     """``dest`` = a new repo holding only ``commit`` of ``repo_dir`` on branch ``main``, no remotes or other refs."""
     if not (repo_dir / ".git").exists() and not (repo_dir / "HEAD").exists():

@@ -33,6 +33,7 @@ from swe_srl.infra.image_build import (
     build_context,
     checkout_base_commit,
     file_lock,
+    init_submodule,
     run_logged,
     unmount_under,
 )
@@ -240,6 +241,8 @@ class InstanceRecipe:
     base_commit: str
     install_script: str = ""
     """Bash run as root in ``/testbed`` after the checkout (e.g. ``pip install -e .``)."""
+    submodules: tuple[tuple[str, str, str], ...] = ()
+    """``(path, commit, local clone)`` of each git submodule checked out in ``/testbed`` (``repos.submodule_sources``)."""
 
 
 _harness_files = harness_files  # its name before infra/harness.py (tests/e2e/test_wheel.py)
@@ -248,7 +251,10 @@ _harness_files = harness_files  # its name before infra/harness.py (tests/e2e/te
 def instance_image_tag(recipe: InstanceRecipe) -> str:
     """``swe-srl/instance:{name}-{hash}``; the hash covers env image, commit, install script and harness tools."""
     harness = [f"{name}\0".encode() + data for name, data in harness_files().items()]
-    digest = recipe_hash(recipe.env_image, recipe.base_commit, recipe.install_script, *harness)
+    subs = [
+        f"submodule\0{path}\0{commit}".encode() for path, commit, _ in recipe.submodules
+    ]  # none: tags as before
+    digest = recipe_hash(recipe.env_image, recipe.base_commit, recipe.install_script, *harness, *subs)
     return f"swe-srl/instance:{safe_tag(recipe.name)}-{digest}"
 
 
@@ -270,6 +276,13 @@ def ensure_instance_image(recipe: InstanceRecipe, *, console: Console | None = N
             return tag
         ctx = Path(tmp)
         checkout_base_commit(Path(recipe.repo_dir), recipe.base_commit, ctx / "testbed")
+        for (
+            path,
+            commit,
+            source,
+        ) in recipe.submodules:  # each a one-commit repo at its recorded commit, initialized
+            checkout_base_commit(Path(source), commit, ctx / "testbed" / path)
+            init_submodule(ctx / "testbed", path)
         files = {f"harness/{name}": data for name, data in harness_files().items()}
         files["install.sh"] = recipe.install_script.encode()
         dockerfile = (

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
-from swe_srl.benchmark.repos import repo_source, scm_version
+from swe_srl.benchmark.repos import repo_source, scm_version, submodule_sources
 from swe_srl.benchmark.specs import (
     approximate_python,
     base_python,
@@ -98,6 +98,9 @@ def instance_recipes(
         repo_dir=repo_dir,
         base_commit=instance.base_commit,
         install_script=script,
+        submodules=submodule_sources(repo_dir, instance.base_commit, repos_dir)
+        if "env" not in instance.extra
+        else (),
     )
     return env, recipe
 

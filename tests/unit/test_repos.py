@@ -95,3 +95,44 @@ def test_repo_source_symlink_to_bare_mirror(tagged: tuple[Path, list[str]], tmp_
 def test_repo_source_missing_names_the_layouts(tmp_path: Path) -> None:
     with pytest.raises(TaskError, match=r"octo__demo.*git clone --mirror"):
         repo_source("octo/demo", tmp_path)
+
+
+def test_submodules_come_from_local_clones_and_are_checked_out_initialized(tmp_path: Path) -> None:
+    # astropy 3.x: astropy_helpers is a submodule its install would clone from GitHub; here it comes from --repos-dir
+    from swe_srl.benchmark.repos import submodule_sources
+    from swe_srl.infra.image_build import checkout_base_commit, init_submodule
+
+    repos = tmp_path / "repos"
+    helpers = repos / "astropy__astropy-helpers"
+    helpers.mkdir(parents=True)
+    git(helpers, "init", "-q", "-b", "main")
+    (helpers / "ah.py").write_text("VERSION = 1\n")
+    git(helpers, "add", "ah.py")
+    git(helpers, "commit", "-q", "--no-gpg-sign", "-m", "helpers")
+    pinned = git(helpers, "rev-parse", "HEAD").strip()
+    (helpers / "ah.py").write_text("VERSION = 2\n")  # a later commit: the pinned one is what is checked out
+    git(helpers, "commit", "-q", "--no-gpg-sign", "-am", "later")
+    main = repos / "astropy__astropy"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    (main / ".gitmodules").write_text(
+        '[submodule "astropy_helpers"]\n\tpath = astropy_helpers\n'
+        "\turl = https://github.com/astropy/astropy-helpers.git\n"
+        '[submodule "elsewhere"]\n\tpath = vendored\n\turl = https://gitlab.com/o/vendored.git\n'
+    )
+    git(main, "add", ".gitmodules")
+    git(main, "update-index", "--add", "--cacheinfo", f"160000,{pinned},astropy_helpers")
+    git(main, "commit", "-q", "--no-gpg-sign", "-m", "with submodule")
+    commit = git(main, "rev-parse", "HEAD").strip()
+    subs = submodule_sources(main, commit, repos)
+    assert subs == (("astropy_helpers", pinned, str(helpers)),)  # the gitlab one has no clone: left as it was
+    assert submodule_sources(helpers, pinned, repos) == ()  # no .gitmodules
+    dest = tmp_path / "testbed"
+    checkout_base_commit(main, commit, dest)
+    for path, sha, source in subs:
+        checkout_base_commit(Path(source), sha, dest / path)
+        init_submodule(dest, path)
+    assert (dest / "astropy_helpers" / "ah.py").read_text() == "VERSION = 1\n"
+    status = git(dest, "submodule", "status")
+    assert status.startswith(f" {pinned} astropy_helpers")  # no "-" (uninitialized) nor "+" (other commit)
+    assert git(dest, "status", "--porcelain") == ""

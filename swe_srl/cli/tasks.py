@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -11,6 +12,7 @@ from swe_srl.benchmark.instances import load_instances
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist
 from swe_srl.cli.infra import IMAGE_SOURCE_HELP, images_app  # the shared ``images`` group
 from swe_srl.errors import TaskError
+from swe_srl.grading.runner import GRADING_NETWORK_ENV
 from swe_srl.grading.validate import RATES, VALID, validate
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sources import select_image_source
@@ -53,6 +55,9 @@ def validate_cmd(
         False, "--prune-images", help="remove each instance image once validated"
     ),
     image_source: str = typer.Option(None, "--image-source", help=IMAGE_SOURCE_HELP),
+    grading_network: bool = typer.Option(
+        False, "--grading-network", help="give grading containers a network, as the official harness does"
+    ),
 ) -> None:
     """Grade gold (must resolve) and empty (must not) patches for every instance of DATASET.
 
@@ -61,6 +66,8 @@ def validate_cmd(
     """
 
     select_image_source(image_source)
+    if grading_network:  # this process and the workers it starts
+        os.environ[GRADING_NETWORK_ENV] = "1"
 
     def show(iid: str, entry: dict, skipped: bool) -> None:
         mark = "ok" if entry["valid"] else "INVALID"

@@ -24,6 +24,7 @@ pytest (django, sympy, sphinx's tox) are parsed from stdout, which the code unde
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import time
@@ -212,6 +213,16 @@ def restore_configs(sandbox: Sandbox, base: dict[str, str | None]) -> list[str]:
     return changed
 
 
+GRADING_NETWORK_ENV = "SWE_SRL_GRADING_NETWORK"
+"""``1``: grading containers get a network (``tasks validate --grading-network``), as the official harness's have:
+requests' httpbin.org tests and sphinx's linkcheck need one. Off by default (a patch gets no network)."""
+
+
+def grading_network() -> bool:
+    """Whether grading containers get a network (:data:`GRADING_NETWORK_ENV`)."""
+    return os.environ.get(GRADING_NETWORK_ENV, "") == "1"
+
+
 def grade(
     instance: Instance, model_patch: str, *, repos_dir: Path | None = None, timeout: float = GRADING_TIMEOUT_S
 ) -> GradeResult:
@@ -230,9 +241,10 @@ def grade(
         return result
     try:
         limits = grading_limits(timeout, spec_cpus(instance), engine_cpus()) | {
-            "output_limit_bytes": CHANNEL_LIMIT
-        }
+            "output_limit_bytes": CHANNEL_LIMIT, "network": grading_network()
+        }  # fmt: skip
         result.image["cpus"] = limits.get("cpus", PROFILES["grading"].limits.cpus)
+        result.image["network"] = limits["network"]
         with open_sandbox(tag, profile="grading", base_commit=instance.base_commit, limits=limits) as sandbox:
             result.timings["start"] = time.perf_counter() - clock
             setup = probe_pytest(sandbox, instance)  # before the patch: its entry points do not count

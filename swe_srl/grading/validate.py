@@ -50,7 +50,8 @@ def network_note(log: str) -> str:
     """A note for a cause when ``log`` shows tests reaching for the network (requests' httpbin.org and tarpit tests:
     the official harness grades with network, this one offline); "" otherwise."""
     match = NETWORK_ERRORS.search(log)
-    return f" [offline: tests reach for the network ({match.group(0)}); the official harness has it]" if match else ""
+    note = f" [offline: tests reach for the network ({match.group(0)}); the official harness has it: --grading-network]"
+    return note if match else ""
 
 
 def _cause(result: GradeResult) -> str:

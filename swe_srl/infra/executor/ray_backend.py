@@ -5,7 +5,7 @@ one; ``--ray ray://host:10001`` joins a remote cluster through Ray Client; ``hos
 task takes one CPU on some node and runs its sandboxes on that node's Docker engine; images are built there on
 first use (the ensure_* functions are idempotent and file-locked), no registry involved. A task whose worker
 process or node dies is resubmitted by Ray (``max_retries``); exceptions raised by the task are not retried. The
-settings a worker must share with this process (:data:`FORWARDED_ENV`: the image source ``--image-source`` chose)
+settings a worker must share with this process (:data:`FORWARDED_ENV`: the image source ``--image-source`` chose, a grading network)
 travel with each task as its ``runtime_env``: a remote node's workers never saw this process's environment.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from swe_srl.errors import ConfigError, ExecutorError
 from swe_srl.infra.executor.base import DEFAULT_RETRIES, Executor, Task, call_task, reap_node
 
-FORWARDED_ENV = ("SWE_SRL_IMAGE_SOURCE",)
+FORWARDED_ENV = ("SWE_SRL_IMAGE_SOURCE", "SWE_SRL_GRADING_NETWORK")
 """Environment variables each Ray task gets from this process (where set)."""
 LOCAL_OBJECT_STORE = 100 * 1024 * 1024
 """Object store of a cluster started by ``--ray auto``: tasks pass small records, not tensors."""

@@ -50,8 +50,9 @@ def network_note(log: str) -> str:
     """A note for a cause when ``log`` shows tests reaching for the network (requests' httpbin.org and tarpit tests:
     the official harness grades with network, this one offline); "" otherwise."""
     match = NETWORK_ERRORS.search(log)
-    note = f" [offline: tests reach for the network ({match.group(0)}); the official harness has it: --grading-network]"
-    return note if match else ""
+    if not match:
+        return ""
+    return f" [offline: tests reach for the network ({match.group(0)}); the official harness has it: --grading-network]"
 
 
 def _cause(result: GradeResult) -> str:

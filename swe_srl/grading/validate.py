@@ -18,9 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from swe_srl.errors import SweSrlError
 from swe_srl.grading.runner import grade
 from swe_srl.grading.timeouts import log_tail
 from swe_srl.infra.engine import docker_client, image_exists
+from swe_srl.infra.executor import LocalExecutor, Task
 from swe_srl.infra.recipes import instance_image_names
 from swe_srl.infra.sandbox.janitor import OWNER_LABEL
 from swe_srl.paths import atomic_write_text
@@ -104,28 +103,32 @@ def validate(
 ) -> dict[str, dict[str, Any]]:
     """Validate ``instances`` into ``out`` (see module doc); returns the state (id → entry) of these instances.
 
-    ``progress(instance_id, entry, skipped)`` is called per instance as it finishes.
+    ``progress(instance_id, entry, skipped)`` is called per instance as it finishes (in this thread). Instances run
+    on a local executor of ``workers`` threads: stopped (Ctrl-C, SIGTERM), it does not wait for the ones in flight.
     """
     out = Path(out)
     path = out / STATE
     state: dict[str, dict] = json.loads(path.read_text()) if path.exists() else {}
-    lock = threading.Lock()
-
-    def one(instance: Instance) -> None:
+    todo = []
+    for instance in instances:
         iid, tags = instance.instance_id, _tags(instance, repos_dir)
-        skipped = state.get(iid, {}).get("image") in tags
-        if not skipped:
-            entry = validate_one(instance, out, repos_dir, tags[0])
-            if prune_images:
-                _prune(entry["image"])
-            with lock:
-                state[iid] = entry
-                atomic_write_text(path, json.dumps(state, indent=1, sort_keys=True))
-        if progress:
-            progress(iid, state[iid], skipped)
+        if state.get(iid, {}).get("image") in tags:
+            if progress:
+                progress(iid, state[iid], True)
+        else:
+            todo.append(Task(key=iid, fn=validate_one, args=(instance, out, repos_dir, tags[0])))
 
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        list(pool.map(one, instances))
+    def done(iid: str, entry: dict[str, Any]) -> None:  # in this thread, as each one ends
+        if prune_images:
+            _prune(entry["image"])
+        state[iid] = entry
+        atomic_write_text(path, json.dumps(state, indent=1, sort_keys=True))
+        if progress:
+            progress(iid, entry, False)
+
+    # Ctrl-C / SIGTERM stop at once: what finished is kept, the rest is validated by a rerun
+    with LocalExecutor(max(1, workers), processes=False) as executor:
+        executor.map(todo, on_result=done)
     valid = [i.to_record() for i in instances if state[i.instance_id]["valid"]]
     atomic_write_text(out / VALID, "".join(json.dumps(r) + "\n" for r in valid))
     mine = {i.instance_id: state[i.instance_id] for i in instances}

@@ -79,6 +79,12 @@ def _running(docker_engine, run_id: str) -> bool:
     return any(c.attrs.get("State") == "running" for c in _containers(docker_engine, run_id))
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal sends it. A suite started in the background (``cmd &`` without job
+    control, as some CI runners do) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Run:
     """A subprocess labelled with a fresh run id; remembers every process it started."""
 
@@ -87,7 +93,8 @@ class Run:
         self.log = out.with_suffix(".log")
         env = {**os.environ, "SWE_SRL_RUN_ID": self.run_id}
         with self.log.open("w") as log:
-            self.proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, **popen)
+            self.proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         preexec_fn=_default_sigint, **popen)  # fmt: skip
         self.seen: dict[int, str] = {}
 
     def wait_for_container(self, docker_engine, timeout: float = 300) -> None:
@@ -173,7 +180,8 @@ def test_stopped_shell_leaves_nothing(docker_engine, two_test_ids, tmp_path: Pat
     exe = shutil.which("swe-srl")
     argv = [exe, "shell", two_test_ids[0]] if exe else [*CLI, "shell", two_test_ids[0]]
     env = {**os.environ, "SWE_SRL_RUN_ID": run_id}
-    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=240, dimensions=(40, 200))
+    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=240, dimensions=(40, 200),
+                          preexec_fn=_default_sigint)  # fmt: skip
     child.expect(r"in container ([0-9a-f]{12})")
     child.expect(re.escape(f"(swe-srl {two_test_ids[0]}) /testbed"))
     seen = _descendants(child.pid)
@@ -203,3 +211,27 @@ def test_stopped_train_leaves_nothing(docker_engine, tmp_path: Path, sig) -> Non
     run = Run([*CLI, "train", *args, *(f"--set={s}" for s in sets)], tmp_path / "train")
     run.wait_for_container(docker_engine)
     run.stop_and_check(docker_engine, sig)
+
+
+def test_stopped_validate_does_not_wait_for_the_grading_in_flight(docker_engine, tmp_path: Path) -> None:
+    """Ctrl-C of `tasks validate` while a test that sleeps 150 s is graded: within 60 s the run is gone and its
+    container too (a thread pool's shutdown waited for it); what had not finished is left to a rerun."""
+    from swe_srl.benchmark.instances import load_instances
+
+    path = "test/test_slow.py"
+    lines = ["import time", "", "def test_slow():", "    time.sleep(150)"]
+    body = "".join(f"+{line}\n" for line in lines)
+    record = load_instances("bundled:test")[0].to_record() | {  # same id, so the same image
+        "test_patch": f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n{body}",
+        "FAIL_TO_PASS": [f"{path}::test_slow"], "PASS_TO_PASS": [],
+    }  # fmt: skip
+    record["env"] = record["env"] | {"test_files": [path]}
+    dataset = tmp_path / "slow.jsonl"
+    dataset.write_text(json.dumps(record) + "\n")
+    run = Run([*CLI, "tasks", "validate", str(dataset), "-o", str(tmp_path / "val")], tmp_path / "first")
+    run.wait_for_container(docker_engine)
+    time.sleep(3)  # the test is running
+    code = run.stop_and_check(docker_engine, signal.SIGINT)
+    assert code != 0, run.log.read_text()[-2000:]
+    assert not (tmp_path / "val" / "validation.json").exists()  # nothing finished: nothing recorded

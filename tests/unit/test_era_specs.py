@@ -199,7 +199,7 @@ def test_era_floor_falls_back_to_created_at_and_yml_must_exist(specs_dump, tmp_p
         instance_era(instance, TABLE["pydata/xarray"]["2022.09"], tmp_path)
 
 
-def test_era_never_before_the_envs_python(specs_dump) -> None:
+def test_era_never_before_the_envs_python() -> None:
     # requests 2.0 (2013, no pins) on 3.9: resolving in 2013 gave pytest 2.4 (no `pytest` command, no 3.9 support)
     old = Instance.from_record(
         {"instance_id": "psf__requests-1", "repo": "psf/requests", "base_commit": "0" * 40, "patch": "",
@@ -223,7 +223,7 @@ def test_era_never_before_the_envs_python(specs_dump) -> None:
     assert by_minor == sorted(by_minor)
 
 
-def test_repos_that_compile_get_a_compiler_first(specs_dump) -> None:
+def test_repos_that_compile_get_a_compiler_first() -> None:
     spec = {"python": "3.9", "install": "python -m pip install -e .[test]", "test_cmd": "pytest -rA"}
     astropy, sympy = table_instance("astropy/astropy", "4.3"), table_instance("sympy/sympy", "1.1")
     assert needs_compiler(astropy) and not needs_compiler(sympy)

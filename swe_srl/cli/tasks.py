@@ -12,9 +12,9 @@ from swe_srl.benchmark.instances import load_instances
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist
 from swe_srl.cli.infra import IMAGE_SOURCE_HELP, images_app  # the shared ``images`` group
 from swe_srl.errors import TaskError
-from swe_srl.grading.runner import GRADING_NETWORK_ENV
 from swe_srl.grading.validate import RATES, VALID, validate
 from swe_srl.infra.recipes import instance_image
+from swe_srl.infra.sandbox.base import GRADING_NETWORK_ENV
 from swe_srl.infra.sources import select_image_source
 from swe_srl.paths import atomic_write_text
 from swe_srl.synth.bundled import materialize_bundled

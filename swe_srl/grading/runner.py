@@ -24,7 +24,6 @@ pytest (django, sympy, sphinx's tox) are parsed from stdout, which the code unde
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import time
@@ -213,16 +212,6 @@ def restore_configs(sandbox: Sandbox, base: dict[str, str | None]) -> list[str]:
     return changed
 
 
-GRADING_NETWORK_ENV = "SWE_SRL_GRADING_NETWORK"
-"""``1``: grading containers get a network (``tasks validate --grading-network``), as the official harness's have:
-requests' httpbin.org tests and sphinx's linkcheck need one. Off by default (a patch gets no network)."""
-
-
-def grading_network() -> bool:
-    """Whether grading containers get a network (:data:`GRADING_NETWORK_ENV`)."""
-    return os.environ.get(GRADING_NETWORK_ENV, "") == "1"
-
-
 def grade(
     instance: Instance, model_patch: str, *, repos_dir: Path | None = None, timeout: float = GRADING_TIMEOUT_S
 ) -> GradeResult:
@@ -241,8 +230,8 @@ def grade(
         return result
     try:
         limits = grading_limits(timeout, spec_cpus(instance), engine_cpus()) | {
-            "output_limit_bytes": CHANNEL_LIMIT, "network": grading_network()
-        }  # fmt: skip
+            "output_limit_bytes": CHANNEL_LIMIT
+        }
         result.image["cpus"] = limits.get("cpus", PROFILES["grading"].limits.cpus)
         result.image["network"] = limits["network"]
         with open_sandbox(tag, profile="grading", base_commit=instance.base_commit, limits=limits) as sandbox:

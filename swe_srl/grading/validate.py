@@ -7,10 +7,10 @@ An instance is *environment-valid* when both verdicts are as they must be and ne
     OUT/valid.jsonl            the records of the environment-valid instances: a dataset (``--dataset OUT/valid.jsonl``)
     OUT/rates.json             per repository: instances, gold resolved, empty resolved, errors, approximate Python
 
-Resumable: an instance already in ``validation.json`` whose image tag (the one graded, the fallback Python's
-included) is one its recipes make now is skipped (a changed recipe, hence tag, validates it again). ``prune_images``: each instance image swe-srl built is removed once its instance is
-validated (the one graded, a fallback Python's included); images it did not build (an official prebuilt image pulled
-or already here) stay.
+Resumable: an instance already in ``validation.json`` whose image tag (the one graded, a fallback Python's
+included) is one its recipes make now is skipped (a changed recipe, hence tag, validates it again).
+``prune_images``: the image graded is removed once its instance is validated if swe-srl built it; images it did not
+build (an official prebuilt image pulled or already here) stay.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _tags(instance: Instance, repos_dir: Path | None) -> list[str]:
 def validate_one(instance: Instance, out: Path, repos_dir: Path | None, tag: str) -> dict[str, Any]:
     """Grade the gold then the empty patch (the gold run is the empty one's reference when no target test runs with
     the empty patch: ``grading/timeouts.py``); the state entry."""
-    entry: dict[str, Any] = {"image": tag}
+    entry: dict[str, Any] = {}
     for name, patch in (("gold", instance.patch), ("empty", "")):
         result = grade(instance, patch, repos_dir=repos_dir)
         log = out / "logs" / f"{instance.instance_id}.{name}.log"

@@ -9,7 +9,8 @@ import pytest
 from test_grading_references import new_file_diff
 
 from swe_srl.benchmark.instances import load_instances
-from swe_srl.grading.runner import GRADING_NETWORK_ENV, grade
+from swe_srl.grading.runner import grade
+from swe_srl.infra.sandbox.base import GRADING_NETWORK_ENV
 
 pytestmark = pytest.mark.docker
 

@@ -5,8 +5,8 @@ one; ``--ray ray://host:10001`` joins a remote cluster through Ray Client; ``hos
 task takes one CPU on some node and runs its sandboxes on that node's Docker engine; images are built there on
 first use (the ensure_* functions are idempotent and file-locked), no registry involved. A task whose worker
 process or node dies is resubmitted by Ray (``max_retries``); exceptions raised by the task are not retried. The
-settings a worker must share with this process (:data:`FORWARDED_ENV`: the image source ``--image-source`` chose, a grading network)
-travel with each task as its ``runtime_env``: a remote node's workers never saw this process's environment.
+settings a worker must share with this process (:data:`FORWARDED_ENV`: the image source ``--image-source`` chose,
+the grading network) travel with each task as its ``runtime_env``: a remote node's workers never saw them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from typing import Any
 
 from swe_srl.errors import ConfigError, ExecutorError
 from swe_srl.infra.executor.base import DEFAULT_RETRIES, Executor, Task, call_task, reap_node
+from swe_srl.infra.sandbox.base import GRADING_NETWORK_ENV
+from swe_srl.infra.sources import IMAGE_SOURCE_ENV
 
-FORWARDED_ENV = ("SWE_SRL_IMAGE_SOURCE", "SWE_SRL_GRADING_NETWORK")
+FORWARDED_ENV = (IMAGE_SOURCE_ENV, GRADING_NETWORK_ENV)
 """Environment variables each Ray task gets from this process (where set)."""
 LOCAL_OBJECT_STORE = 100 * 1024 * 1024
 """Object store of a cluster started by ``--ray auto``: tasks pass small records, not tensors."""

@@ -12,6 +12,10 @@ from typing import Protocol, runtime_checkable
 
 from swe_srl.errors import ConfigError
 
+GRADING_NETWORK_ENV = "SWE_SRL_GRADING_NETWORK"
+"""``1``: grading containers get a network (``tasks validate --grading-network``), as the official harness's have:
+requests' httpbin.org tests and sphinx's linkcheck need one. Off by default (a patch gets no network)."""
+
 TRUNCATION_MARKER = "\n[... output truncated by swe-srl: {dropped} bytes dropped ...]\n"
 
 
@@ -72,7 +76,7 @@ class Limits:
     pids: int = 256
     """Maximum processes in the container: a fork bomb hits this instead of the host."""
     network: bool = False
-    """Allow network access (off by default)."""
+    """Allow network access (off by default; grading profile: :data:`GRADING_NETWORK_ENV`)."""
     command_timeout_s: float = 60.0
     """Default per-command timeout; the command is killed and the result has ``timed_out=True``."""
     episode_timeout_s: float = 1800.0

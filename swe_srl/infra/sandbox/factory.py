@@ -48,6 +48,7 @@ Every container also carries the label ``swe-srl.profile=<name>`` (``docker ps -
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -56,7 +57,7 @@ from typing import Any, Literal
 from swe_srl.benchmark.instances import Instance
 from swe_srl.errors import ConfigError
 from swe_srl.infra.recipes import instance_image
-from swe_srl.infra.sandbox.base import Limits, SandboxSpec
+from swe_srl.infra.sandbox.base import GRADING_NETWORK_ENV, Limits, SandboxSpec
 from swe_srl.infra.sandbox.docker import DockerSandbox
 
 ProfileName = Literal["episode", "grading", "validation", "expert", "effect", "shell"]
@@ -138,11 +139,13 @@ def open_sandbox(
     return DockerSandbox(sandbox_spec(target, profile=profile, **settings))
 
 
-def grading_limits(timeout: float, spec_cpus: float | None, host_cpus: int) -> dict[str, float]:
+def grading_limits(timeout: float, spec_cpus: float | None, host_cpus: int) -> dict[str, Any]:
     """The grading profile's limits for one test run (a mapping for ``limits=``): the command timeout ``timeout``,
-    the episode ``timeout`` + grace, and ``cpus`` = ``spec_cpus`` (the spec's) capped at ``host_cpus``, the profile's
-    default (1) when the spec names none."""
-    limits = {"command_timeout_s": timeout, "episode_timeout_s": timeout + GRADING_GRACE_S}
+    the episode ``timeout`` + grace, ``cpus`` = ``spec_cpus`` (the spec's) capped at ``host_cpus``, the profile's
+    default (1) when the spec names none, and ``network`` when :data:`~swe_srl.infra.sandbox.base.GRADING_NETWORK_ENV`
+    is ``1``."""
+    limits: dict[str, Any] = {"command_timeout_s": timeout, "episode_timeout_s": timeout + GRADING_GRACE_S,
+                              "network": os.environ.get(GRADING_NETWORK_ENV, "") == "1"}  # fmt: skip
     if spec_cpus:
         limits["cpus"] = float(min(spec_cpus, max(host_cpus, 1)))
     return limits

@@ -82,7 +82,9 @@ def validate_cmd(
         n = row["instances"]
         typer.echo(f"{repo}: gold resolved {row['gold_resolved']}/{n}, empty resolved {row['empty_resolved']}/{n}, "
                    f"environment errors {row['errors']}, approximate Python {row['approximate_python']}")  # fmt: skip
-    typer.echo(f"{len(state) - len(bad)}/{len(state)} environment-valid → {out / VALID} (rates: {out / RATES})")
+    typer.echo(
+        f"{len(state) - len(bad)}/{len(state)} environment-valid → {out / VALID} (rates: {out / RATES})"
+    )
     if bad:
         raise TaskError(f"invalid instances (gold not resolved or empty not unresolved): {', '.join(bad)}")
 

@@ -91,8 +91,12 @@ def test_cpu_small_preset_trains_a_small_local_model(samples_file: Path, tmp_pat
     assert summary["reward"] == "layered"  # the layered default of real models
     held = [json.loads(x) for x in (out / "heldout.jsonl").read_text().splitlines()]
     assert held and len(held) == summary["heldout"]["samples"] == summary["test_samples"]
-    assert {"final", "initial", "always_ls", "copy_previous", "frequent_at_step"} <= set(summary["heldout"]["means"])
-    assert all(set(h["final_reward"]) == {"srl", "layered"} and h["prompt"] and h["final_output"] for h in held)
+    assert {"final", "initial", "always_ls", "copy_previous", "frequent_at_step"} <= set(
+        summary["heldout"]["means"]
+    )
+    assert all(
+        set(h["final_reward"]) == {"srl", "layered"} and h["prompt"] and h["final_output"] for h in held
+    )
 
 
 @pytest.mark.parametrize(

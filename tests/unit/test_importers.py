@@ -151,7 +151,10 @@ def test_editor_actions_round_trip_through_shlex() -> None:
         ({"trajectory": [], "history": [{"role": "user", "content": "x"}]}, "swe-agent"),  # ran no step
         ({"history": [{"role": "user", "content": "x"}]}, None),  # a bare chat history is no trajectory
         ({"trajectory_format": "mini-swe-agent-1.1", "messages": []}, "mini-swe-agent"),
-        ({"messages": [{"role": "assistant", "content": "```mswea_bash_command\nls\n```"}]}, "mini-swe-agent"),
+        (
+            {"messages": [{"role": "assistant", "content": "```mswea_bash_command\nls\n```"}]},
+            "mini-swe-agent",
+        ),
         ({"hello": 1}, None),  # nothing known
         ([1, 2], None),  # not an object
     ],

@@ -83,12 +83,12 @@ def test_other_records_keep_the_table_errors(spec_table) -> None:
         specs.test_command(other)
 
 
-FORK_CONSTANTS = '''
+FORK_CONSTANTS = """
 MAP_REPO_VERSION_TO_SPECS = {"getmoto/moto": {"4.0": {"python": "3.12", "install": "make init",
                                                      "test_cmd": "pytest -n0 -rA"}}}
 MAP_REPO_VERSION_TO_SPECS = {k.lower(): v for k, v in MAP_REPO_VERSION_TO_SPECS.items()}
 MAP_REPO_TO_REQS_PATHS = {"Project-MONAI/MONAI": ["requirements-dev.txt"]}
-'''
+"""
 
 
 def test_swe_gyms_fork_layout_is_read_when_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -21,7 +21,9 @@ def test_network_errors_get_a_note_only_when_the_verdict_is_not_resolved() -> No
     assert "Temporary failure in name resolution" in network_note(NO_DNS)
     assert "offline" in network_note(NO_ROUTE) and "official harness" in network_note(NO_ROUTE)
     assert network_note("E   AssertionError: assert 1 == 2\nFAILED test_x.py::test_y") == ""
-    failed = GradeResult("psf__requests-2931", "unresolved", log=NO_ROUTE, reason="2/84 PASS_TO_PASS not passing")
+    failed = GradeResult(
+        "psf__requests-2931", "unresolved", log=NO_ROUTE, reason="2/84 PASS_TO_PASS not passing"
+    )
     assert _cause(failed).startswith("2/84 PASS_TO_PASS not passing [offline: tests reach for the network")
     assert _cause(GradeResult("x", "resolved", log=NO_ROUTE)) == ""  # a tolerated linkcheck error: no note
     plain = GradeResult("x", "unresolved", log="a\nb\nE assert 0\nFAILED t.py::t")
@@ -37,7 +39,12 @@ def test_rates_per_repository() -> None:
 
     instances = [inst("a-1", "o/a"), inst("a-2", "o/a"), inst("a-3", "o/a"), inst("b-1", "o/b")]
     state = {
-        "a-1": {"valid": True, "gold": "resolved", "empty": "unresolved", "provenance": {"approximate_python": True}},
+        "a-1": {
+            "valid": True,
+            "gold": "resolved",
+            "empty": "unresolved",
+            "provenance": {"approximate_python": True},
+        },
         "a-2": {"valid": False, "gold": "error", "empty": "error", "provenance": {}},
         "a-3": {"valid": False, "gold": "resolved", "empty": "resolved"},
         "b-1": {"valid": False, "gold": "unresolved", "empty": "patch_failed"},

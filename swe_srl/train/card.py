@@ -23,7 +23,9 @@ def data_facts(config: TrainConfig, sample_set: Any, train_rows: list, test_rows
         sources = []
     else:
         sources = [
-            "bundled suite: scripted-expert trajectories of bundled:train (trained on), bundled:dev (choosing defaults) and bundled:test (held out)"
+            "bundled suite: scripted-expert trajectories of bundled:train (trained on"
+            + (f"; {config.expert_seeds} expert seeds per task" if config.expert_seeds > 1 else "")
+            + "), bundled:dev (choosing defaults) and bundled:test (held out)"
         ]
     trajectories = list(getattr(sample_set, "trajectories", []) or [])
     return {

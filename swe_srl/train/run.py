@@ -58,7 +58,7 @@ def resolve_samples(config: TrainConfig):
             f"--tasks {config.tasks} without --trajectories: pass the expert trajectories of that task set "
             "(`swe-srl expert generate` or any importer format), or drop --tasks for the bundled default"
         )
-    return default_sample_set(config.oracle_files)
+    return default_sample_set(config.oracle_files, expert_seeds=config.expert_seeds)
 
 
 def build_effect(config: TrainConfig, sample_set) -> Any:

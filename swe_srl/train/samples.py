@@ -1,10 +1,11 @@
 """Trajectories + task set → SRL step samples (JSONL), cached under ``paths.cache_dir("samples")`` by their inputs.
 
-The default run uses the bundled suite: scripted-expert trajectories of ``bundled:train`` (trained on) and of
-``bundled:test`` (held-out evaluation only; their samples carry ``split="test"``). Oracle file contents come from
-each task's repository at ``base_commit`` (the materialized repo of a bundled/synthesized task, ``--repos-dir``
-clones, or the repos cache), read with ``git show``; prompts show them as windows of :data:`ORACLE_WINDOW` lines
-around the gold patch's hunks (``build_samples(oracle_window=None)``: whole files). The file is the samples file
+The default run uses the bundled suite: scripted-expert trajectories of ``bundled:train`` (trained on; one per
+expert seed, ``expert_seeds``) and of ``bundled:dev``/``bundled:test`` (choosing defaults / held-out
+evaluation only; their samples carry their ``split``). Oracle file contents come from each task's repository at
+``base_commit`` (the materialized repo of a bundled/synthesized task, ``--repos-dir`` clones, or the repos cache),
+read with ``git show``; prompts show them as windows of :data:`ORACLE_WINDOW` lines around the gold patch's hunks
+(``build_samples(oracle_window=None)``: whole files). The file is the samples file
 ``swe-srl decompose`` writes (:mod:`swe_srl.trajectories.sample_file`).
 """
 
@@ -130,10 +131,17 @@ def build_samples(
     return SampleSet(path, trajs, list(instances) if instances is not None else None)
 
 
-def default_sample_set(oracle_files: bool) -> SampleSet:
-    """Bundled suite: scripted trajectories of the train split (trained on) and the test split (held out)."""
+def default_sample_set(oracle_files: bool, expert_seeds: int = 1) -> SampleSet:
+    """Bundled suite: scripted trajectories of the train split (trained on; ``expert_seeds`` runs per task, seeds
+    0..N-1: each seed picks other commands for the same task, so the same problem comes with different histories),
+    the dev split (choosing defaults) and the test split (held out), one run each."""
 
     instances = load_instances("bundled")
     splits = sorted({str(i.extra.get("split")) for i in instances})
-    sources = [str(default_trajectories(split=split)) for split in splits if split in ("train", "dev", "test")]
+    sources = [
+        str(default_trajectories(split=split, seed=seed))
+        for split in splits
+        if split in ("train", "dev", "test")
+        for seed in range(expert_seeds if split == "train" else 1)
+    ]
     return build_samples(sources, instances=instances, oracle_files=oracle_files)

@@ -58,16 +58,29 @@ def target_batch(targets: list[tuple[list[int], list[int]]], pad_id: int) -> dic
     }
 
 
-def completion_nll(model, prompt_ids, prompt_mask, target_ids, target_mask, loss_mask):
-    """Mean next-token NLL of the ``loss_mask`` tokens of ``target_ids`` given the (left-padded) prompts."""
+def completion_nll(
+    model, prompt_ids, prompt_mask, target_ids, target_mask, loss_mask, prompt_weight: float = 0.0
+):
+    """Mean next-token NLL of the ``loss_mask`` tokens of ``target_ids`` given the (left-padded) prompts.
+
+    ``prompt_weight`` > 0 also scores the prompt's own tokens (a language-model loss on the problem, the oracle
+    windows and the history, each token weighted ``prompt_weight`` against a target token's 1): the tiny model's
+    warm-up uses it so that the model learns to read the prompt, not only to recite actions.
+    """
     import torch
 
     input_ids = torch.cat([prompt_ids, target_ids], dim=1)
     attention = torch.cat([prompt_mask, target_mask], dim=1)
-    width = target_ids.shape[1]
-    logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=width + 1).logits[:, :-1]
+    if prompt_weight > 0:
+        labels = input_ids[:, 1:]
+        weights = torch.cat([prompt_mask.float() * prompt_weight, loss_mask.float()], dim=1)[:, 1:]
+        logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1]
+    else:
+        labels, weights = target_ids, loss_mask.float()
+        width = target_ids.shape[1]
+        logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=width + 1).logits[:, :-1]
     nll = torch.nn.functional.cross_entropy(
-        logits.float().reshape(-1, logits.shape[-1]), target_ids.reshape(-1), reduction="none"
-    ).view_as(target_ids)
-    weights = loss_mask.to(nll.dtype)
+        logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none"
+    ).view_as(labels)
+    weights = weights.to(nll.dtype)
     return (nll * weights).sum() / weights.sum().clamp(min=1.0)

@@ -4,9 +4,11 @@ training texts, saved so it reloads with ``AutoModelForCausalLM`` / ``AutoTokeni
 The chat template's generation prompt already opens ``<think>`` (as reasoning models' templates do). A real SRL run
 starts from an instruction-tuned model that already answers in the format; the tiny model gets a stand-in from a
 supervised *warm-up* instead: ``tiny.warmup_steps`` steps on the train split's ``</think>`` + expert action (an empty
-thought; targets cut at 24 tokens). Without it (``tiny.warmup_steps=0``) SRL from random init still
-raises the sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``), so the held-out greedy
-evaluation would sit at −1.
+thought; targets cut at ``tiny.warmup_target_tokens``; the rate ramps up over ``tiny.warmup_ramp`` steps), plus a
+lighter next-token loss on the prompt's own tokens (``tiny.warmup_prompt_weight``), the stand-in for pretraining
+that teaches it to read the prompt. Without it (``tiny.warmup_steps=0``) SRL from random init still raises the
+sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``), so the held-out greedy evaluation
+would sit at −1.
 """
 
 from __future__ import annotations
@@ -95,14 +97,16 @@ def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_com
 
 def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> list[float]:
     """``options.warmup_steps`` AdamW steps of the SFT loss (:func:`~swe_srl.train.sft.completion_nll`) on the
-    targets; returns the loss per step."""
+    targets, and on the prompts at ``options.warmup_prompt_weight``; returns the loss per step."""
 
     import torch
 
-    examples = warmup_examples(rows, tokenizer, options.max_prompt_tokens)
+    examples = warmup_examples(rows, tokenizer, options.max_prompt_tokens, options.warmup_target_tokens)
     if not examples:
         return []
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.warmup_lr)
+    ramp = max(1, options.warmup_ramp)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / ramp))
     rng, pad, losses = random.Random(options.seed), tokenizer.pad_token_id, []
     model.train()
     for _ in range(options.warmup_steps):
@@ -111,11 +115,18 @@ def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> l
         prompt_mask = pad_left([[1] * len(p) for p, _ in batch], 0)
         targets = target_batch([t for _, t in batch], pad)
         loss = completion_nll(
-            model, prompts, prompt_mask, targets["target_ids"], targets["target_mask"], targets["loss_mask"]
+            model,
+            prompts,
+            prompt_mask,
+            targets["target_ids"],
+            targets["target_mask"],
+            targets["loss_mask"],
+            prompt_weight=options.warmup_prompt_weight,
         )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        schedule.step()
         optimizer.zero_grad()
         losses.append(loss.item())
     model.eval()

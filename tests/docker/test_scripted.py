@@ -46,3 +46,17 @@ def test_same_seed_same_trajectory(scripted) -> None:
     (again,) = scripted_trajectories([by_id[trajs[0].instance_id]], seed=0, progress=False)
     assert [s.action for s in again.steps] == [s.action for s in trajs[0].steps]
     assert again.patch == trajs[0].patch
+
+
+def test_expert_seeds_give_each_train_task_several_runs(docker_engine) -> None:
+    from swe_srl.train.data import read_samples
+    from swe_srl.train.samples import default_sample_set
+
+    sample_set = default_sample_set(True, expert_seeds=2)
+    runs: dict[tuple[str, str], set[str]] = {}
+    for sample in read_samples(sample_set.path):
+        runs.setdefault((sample["split"], sample["instance_id"]), set()).add(sample["trajectory_hash"])
+    train = [len(h) for (split, _), h in runs.items() if split == "train"]
+    # two runs per train task (two seeds may, rarely, script the same trajectory); dev and test keep one
+    assert train and max(train) == 2 and sum(n == 2 for n in train) >= len(train) - 1, train
+    assert {len(h) for (split, _), h in runs.items() if split != "train"} == {1}

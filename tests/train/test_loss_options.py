@@ -85,3 +85,60 @@ def test_entropy_bonus_raises_the_entropy(samples_file: Path, tmp_path: Path):
     train = _train(samples_file, out, sets)
     assert all(r["entropy_coef"] == 1.0 and "entropy" in r for r in train)
     assert next_token_entropy(out / "final", rows) > next_token_entropy(out / "tiny-model", rows)
+
+
+def _warmup_setup(rows: list[dict]):
+    from swe_srl.train import tiny
+    from swe_srl.train.config import TinyOptions
+
+    options = TinyOptions(hidden_size=32, layers=2, heads=2, vocab_size=300, max_prompt_tokens=256)
+    tokenizer = tiny.build_tokenizer(tiny.sample_texts(rows), options.vocab_size)
+    return tiny, options, tokenizer
+
+
+def _prompt_nll(model, tokenizer, rows: list[dict]) -> float:
+    """Mean next-token NLL of the prompts' own tokens (what the prompt loss trains)."""
+    prompt_ids, prompt_mask = _prompts(tokenizer, rows)
+    with torch.no_grad():
+        logits = model(input_ids=prompt_ids, attention_mask=prompt_mask).logits[:, :-1].float()
+    nll = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), prompt_ids[:, 1:].reshape(-1), reduction="none"
+    ).view_as(prompt_ids[:, 1:])
+    mask = prompt_mask[:, 1:].float()
+    return ((nll * mask).sum() / mask.sum()).item()
+
+
+def test_prompt_weight_adds_the_prompt_tokens_and_ignores_padding():
+    from conftest import make_samples
+
+    rows = make_samples(4, seed=1)[:3]
+    tiny, options, tokenizer = _warmup_setup(rows)
+    model = tiny.build_model(tokenizer, options).eval()
+    prompt_ids, prompt_mask = _prompts(tokenizer, rows)
+    batch = target_batch([sft_target(tokenizer, r["expert_action"]) for r in rows], tokenizer.pad_token_id)
+    with torch.no_grad():
+        target_only = completion_nll(model, prompt_ids, prompt_mask, **batch).item()
+        weighted = completion_nll(model, prompt_ids, prompt_mask, **batch, prompt_weight=0.5).item()
+        # one more row of pure padding on the left of every prompt changes neither loss
+        pad = torch.full((len(rows), 1), tokenizer.pad_token_id)
+        padded = (torch.cat([pad, prompt_ids], 1), torch.cat([torch.zeros_like(pad), prompt_mask], 1))
+        weighted_padded = completion_nll(model, *padded, **batch, prompt_weight=0.5).item()
+    assert completion_nll(model, prompt_ids, prompt_mask, **batch, prompt_weight=0.0).item() == target_only
+    assert weighted != pytest.approx(target_only, abs=1e-3)
+    assert weighted_padded == pytest.approx(weighted, rel=1e-3)
+
+
+def test_warmup_prompt_weight_teaches_the_prompt_the_target_only_warmup_does_not():
+    from conftest import make_samples
+
+    rows = make_samples(6, seed=2)
+    tiny, options, tokenizer = _warmup_setup(rows)
+    nll = {}
+    for weight in (0.0, 0.5):
+        torch.manual_seed(0)
+        model = tiny.build_model(tokenizer, options)
+        opts = options.model_copy(update={"warmup_steps": 30, "warmup_prompt_weight": weight})
+        losses = tiny.format_warmup(model, tokenizer, rows, opts)
+        assert len(losses) == 30
+        nll[weight] = _prompt_nll(model.eval(), tokenizer, rows)
+    assert nll[0.5] < nll[0.0] - 0.5, nll

@@ -98,13 +98,13 @@ class TinyOptions(_Strict):
     warmup_lr: float = Field(3e-3, gt=0, description="Learning rate of the format warm-up (AdamW).")
     warmup_batch: int = Field(8, ge=1, description="Samples per format warm-up step.")
     warmup_ramp: int = Field(
-        0, ge=0, description="Warm-up steps over which the learning rate rises linearly (0: constant)."
+        20, ge=0, description="Warm-up steps over which the learning rate rises linearly (0: constant)."
     )
     warmup_target_tokens: int = Field(
-        24, ge=1, description="Warm-up targets ('</think>' + action + EOS) are cut to this many tokens."
+        32, ge=1, description="Warm-up targets ('</think>' + action + EOS) are cut to this many tokens."
     )
     warmup_prompt_weight: float = Field(
-        0.0,
+        0.1,
         ge=0.0,
         description="Warm-up loss on the prompt's own tokens (problem, oracle windows, history), per token "
         "against a target token's 1; 0 = the target only.",
@@ -147,7 +147,7 @@ class TrainConfig(_Strict):
     tasks: str | None = Field(None, description="Task set (for oracle files and RLVR episodes).")
     oracle_files: bool = Field(False, description="Prompts include the oracle files (paths + contents).")
     expert_seeds: int = Field(
-        1,
+        4,
         ge=1,
         description="Bundled suite only: scripted-expert runs per train task (seeds 0..N-1; each picks other "
         "commands for the same problem). Dev and test keep one.",

@@ -65,7 +65,8 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
     card = (out / "final" / "README.md").read_text()
     for needle in (
         "embedded tiny Qwen2-shaped model",
-        "bundled suite: scripted-expert trajectories of bundled:train (trained on), bundled:dev (choosing defaults) and bundled:test (held out)",
+        "bundled suite: scripted-expert trajectories of bundled:train (trained on; 4 expert seeds per task), "
+        "bundled:dev (choosing defaults) and bundled:test (held out)",
         f"{summary['train_samples']} train",
         "dynamic sampling: on, ε = 0.1",
         "KL β = 0.05",
@@ -78,6 +79,13 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
         '<file path="' in s["prompt"][1]["content"] for s in samples
     )  # the oracle files are in the prompts
     assert {s["split"] for s in samples} == {"train", "dev", "test"}
+    # every train task comes with several expert runs (expert_seeds: other commands, same problem); dev, test one
+    runs: dict[tuple[str, str], set[str]] = {}
+    for s in samples:
+        runs.setdefault((s["split"], s["instance_id"]), set()).add(s["trajectory_hash"])
+    train_runs = [len(h) for (split, _), h in runs.items() if split == "train"]
+    assert max(train_runs) == 4 and min(train_runs) >= 2, train_runs
+    assert {len(h) for (split, _), h in runs.items() if split != "train"} == {1}
 
     import torch
 

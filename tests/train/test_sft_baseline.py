@@ -17,6 +17,7 @@ from swe_srl.cli.app import app  # noqa: E402
 from swe_srl.errors import ConfigError, TrainingError  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.launch import run_sft  # noqa: E402
+from swe_srl.train.presets import TINY_TRL_DEFAULTS  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
 
 pytestmark = pytest.mark.train
@@ -38,9 +39,8 @@ def test_sft_loss_falls_and_the_heldout_report_matches_srl(samples_file: Path, t
     assert [r["step"] for r in records] == list(range(1, 13)) and summary["steps"] == 12
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3, losses  # the SFT loss on the training targets falls
     assert summary["method"] == "sft" and summary["prompts_per_step"] == 2  # 8 completions / 4 generations
-    assert (
-        records[0]["learning_rate"] == 1e-3 and records[-1]["learning_rate"] < 1e-3
-    )  # SRL's lr and schedule
+    lr = TINY_TRL_DEFAULTS["learning_rate"]
+    assert records[0]["learning_rate"] == lr and records[-1]["learning_rate"] < lr  # SRL's lr and schedule
     assert (sft_out / "final" / "config.json").is_file() and (sft_out / "final" / "tokenizer.json").is_file()
     saved = json.loads((sft_out / "summary.json").read_text())
     assert saved["heldout"]["samples"] == 5 and {"final", "initial", "frequent_at_step"} <= set(

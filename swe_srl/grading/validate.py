@@ -79,9 +79,8 @@ def validate_one(instance: Instance, out: Path, repos_dir: Path | None, tag: str
         atomic_write_text(log, result.log)
         entry |= {name: result.status, f"{name}_cause": _cause(result), f"{name}_log": str(log)}
         entry.setdefault("provenance", result.image)
-    entry["image"] = str(
-        (entry.get("provenance") or {}).get("image") or tag
-    )  # the one graded (maybe a fallback)
+    # the image graded (maybe a fallback Python's)
+    entry["image"] = str((entry.get("provenance") or {}).get("image") or tag)
     entry["valid"] = entry["gold"] == "resolved" and entry["empty"] in ("unresolved", "patch_failed")
     return entry
 

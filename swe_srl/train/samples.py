@@ -131,7 +131,7 @@ def build_samples(
     return SampleSet(path, trajs, list(instances) if instances is not None else None)
 
 
-def default_sample_set(oracle_files: bool, expert_seeds: int = 4) -> SampleSet:
+def default_sample_set(oracle_files: bool, *, expert_seeds: int) -> SampleSet:
     """Bundled suite: scripted trajectories of the train split (trained on; ``expert_seeds`` runs per task, seeds
     0..N-1: each seed picks other commands for the same task, so the same problem comes with different histories),
     the dev split (choosing defaults) and the test split (held out), one run each."""

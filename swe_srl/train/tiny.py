@@ -82,7 +82,7 @@ def build_model(tokenizer, options: TinyOptions):
     return model
 
 
-def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_completion_tokens: int = 24):
+def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_completion_tokens: int):
     """(prompt ids, SFT target) per row: the fitted chat prompt, then ``</think>`` + the expert action + EOS (an
     empty thought: :func:`swe_srl.train.sft.sft_target`)."""
 

@@ -31,7 +31,9 @@ def reward(
     action: str = typer.Option(
         ..., help="Policy action, or a full model output with <think>…</think>; or @file."
     ),
-    mode: str = typer.Option("layered", help="srl (paper similarity) or layered (syntax/semantic)."),
+    mode: str = typer.Option(
+        "layered", help="srl (paper similarity), layered (syntax/semantic) or mixed (their mean)."
+    ),
     fuzzy: bool = typer.Option(
         False, "--fuzzy", help="Relax names and string constants in the semantic layer."
     ),
@@ -50,7 +52,7 @@ def reward(
         if result.format_error or passed
         else syntax_problems(policy_action, StepContext(expert_text, policy_action))
     )
-    layered = mode == "layered" and not result.format_error
+    layered = mode != "srl" and not result.format_error
     harms = [f"{h.kind} {h.target}" for h in unexpected_harm(expert_text, policy_action)] if layered else []
     if as_json:
         record = {"total": result.total, "components": result.components, "format_error": result.format_error}

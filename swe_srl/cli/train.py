@@ -18,7 +18,9 @@ def train(
     samples: Path | None = typer.Option(None, "--samples", help="Step samples JSONL (swe-srl decompose)."),
     trajectories: list[str] | None = typer.Option(None, "--trajectories", help="Trajectory files / HF ids."),
     tasks: str | None = typer.Option(None, "--tasks", help="Task set (oracle files, RLVR episodes)."),
-    reward: str | None = typer.Option(None, "--reward", help="srl (similarity) or layered."),
+    reward: str | None = typer.Option(
+        None, "--reward", help="srl (similarity), layered, or mixed (their mean)."
+    ),
     effect: str | None = typer.Option(None, "--effect", help="Effect layer: off, cached or full."),
     preset: str | None = typer.Option(
         None,

@@ -8,6 +8,8 @@ computed). With the defaults 0.3/0.5/0.2 and all three layers this is exactly 0.
 ``rm -rf``, ``git reset --hard``, truncating a file, discarding a read's output) scores 0 — below any harmless
 action, a bash syntax error included — and its semantic layer is 0 too.
 The ``srl`` mode is the paper's reward: the similarity alone (the effect layer is never run for it).
+The ``mixed`` mode is the mean of the two: (similarity + layered) / 2, every layered component kept — the paper's
+pressure towards the expert's exact text, with the layered reward's zero for an invalid or destructive command.
 """
 
 from __future__ import annotations
@@ -24,12 +26,10 @@ from swe_srl.rewards.semantic import semantic_similarity
 from swe_srl.rewards.similarity import similarity
 from swe_srl.rewards.syntax import syntax_layer
 
-Mode = Literal["srl", "layered"]
-MODES: tuple[str, ...] = ("srl", "layered")
-MODE_COMPONENTS = {
-    "srl": ("format", "similarity"),
-    "layered": ("format", "similarity", "syntax", "semantic", "safe"),
-}
+Mode = Literal["srl", "layered", "mixed"]
+MODES: tuple[str, ...] = ("srl", "layered", "mixed")
+LAYERED = ("format", "similarity", "syntax", "semantic", "safe")
+MODE_COMPONENTS = {"srl": ("format", "similarity"), "layered": LAYERED, "mixed": LAYERED}
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,10 @@ def score_step(
     if effect is not None:
         value = effect(ctx) if callable(effect) else effect
         components["effect"] = min(1.0, max(0.0, float(value)))
-    return RewardResult(components["safe"] * combine(components, RewardWeights.parse(weights)), components)
+    layered = components["safe"] * combine(components, RewardWeights.parse(weights))
+    if mode == "mixed":
+        return RewardResult((components["similarity"] + layered) / 2, components)
+    return RewardResult(layered, components)
 
 
 def score_output(

@@ -98,7 +98,7 @@ class SRLReward:
         """The syntax layer's ``executables`` / ``created_files`` of a located step, from the effect evaluator
         (it knows the instances and expert trajectories); none without one, or when the step is not located."""
         inputs = getattr(self.effect, "step_inputs", None)
-        if inputs is None or self.mode != "layered" or None in where:
+        if inputs is None or self.mode == "srl" or None in where:
             return {}
         if where not in self._inputs:
             executables, created = inputs(*where)

@@ -102,7 +102,7 @@ def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, 
         "rewarded by the action's agreement with the expert's action. GRPO (TRL `GRPOTrainer`) on those rewards.",
         "",
         f"- reward: `{config.reward}`"
-        + (f" (effect layer: {config.effect})" if config.reward == "layered" else ""),
+        + (f" (effect layer: {config.effect})" if config.reward != "srl" else ""),
         f"- advantage: `{config.advantage}`; scale_rewards `{getattr(args, 'scale_rewards', '?')}`",
         f"- dynamic sampling: {'on' if ds.enabled else 'off'}, ε = {ds.epsilon} (groups with reward std ≤ ε "
         f"dropped), up to {ds.max_rounds} generation rounds",

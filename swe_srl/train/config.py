@@ -152,9 +152,10 @@ class TrainConfig(_Strict):
         description="Bundled suite only: scripted-expert runs per train task (seeds 0..N-1; each picks other "
         "commands for the same problem). Dev and test keep one.",
     )
-    reward: Literal["srl", "layered"] = Field(
+    reward: Literal["srl", "layered", "mixed"] = Field(
         "layered",
-        description="Paper similarity, or layered reward (the tiny model's default is srl: presets.TINY_REWARD).",
+        description="Paper similarity, layered reward, or their mean (mixed; the tiny model's default: "
+        "presets.TINY_REWARD).",
     )
     effect: EffectMode = Field("off", description="Effect layer of the layered reward.")
     fuzzy: bool = Field(False, description="Fuzzy normalization in the semantic layer.")

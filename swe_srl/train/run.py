@@ -65,9 +65,9 @@ def build_effect(config: TrainConfig, sample_set) -> Any:
     """The sandbox effect evaluator for ``--effect cached|full`` (None when off), knowing the run's trajectories."""
     if config.effect == "off":
         return None
-    if config.reward != "layered":
+    if config.reward == "srl":
         raise TrainingError(
-            f"--effect {config.effect} needs --reward layered (the srl reward has no effect layer)"
+            f"--effect {config.effect} needs --reward layered or mixed (the srl reward has no effect layer)"
         )
     if not sample_set.trajectories:
         raise TrainingError(

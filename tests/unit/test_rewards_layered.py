@@ -33,6 +33,30 @@ CASES = [
 ]
 
 
+def test_mixed_is_the_mean_of_paper_and_layered() -> None:
+    """mixed = (similarity + layered) / 2 with the layered components; an invalid or destructive command loses the
+    layered half (that is the point: the paper reward alone ranks `pytestbedit` near `pytest`)."""
+    for action, expert in [
+        ("ls", "ls -la"),
+        ("pytestbedit -q", "pytest -q"),
+        ("rm -rf src", GREP),
+        (GREP, GREP),
+    ]:
+        paper = score_output(out(action), expert, mode="srl").total
+        layered = score_output(out(action), expert, mode="layered")
+        mixed = score_output(out(action), expert, mode="mixed")
+        assert mixed.total == pytest.approx((paper + layered.total) / 2)
+        assert mixed.components == layered.components
+    broken = score_output(out("pytestbedit -q"), "pytest -q", mode="mixed")
+    assert (
+        broken.components["syntax"] == 0.0
+        and broken.total < score_output(out("pytest"), "pytest -q", mode="mixed").total
+    )
+    assert (
+        score_output(out("ls"), GREP, mode="mixed").total > 0 > score_output("ls", GREP, mode="mixed").total
+    )
+
+
 @pytest.mark.parametrize(("completion", "expert", "mode", "expected"), CASES)
 def test_score_output_cases(completion: str, expert: str, mode: str, expected: float) -> None:
     assert score_output(completion, expert, mode=mode).total == pytest.approx(expected)

@@ -109,6 +109,12 @@ class TinyOptions(_Strict):
         description="Warm-up loss on the prompt's own tokens (problem, oracle windows, history), per token "
         "against a target token's 1; 0 = the target only.",
     )
+    warmup_history_weight: float = Field(
+        0.0,
+        ge=0.0,
+        description="Warm-up loss weight of the prompt's earlier assistant turns (the expert's previous actions, "
+        "as in multi-turn SFT on every turn) instead of warmup_prompt_weight; 0 = no different from the prompt.",
+    )
 
 
 class RlvrOptions(_Strict):

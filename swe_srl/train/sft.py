@@ -39,14 +39,13 @@ def pad_right(rows: list[list[int]], value: int):
     )
 
 
-def pad_left(rows: list[list[int]], value: int):
-    """A (len(rows), longest) long tensor, each row padded on the left with ``value``."""
+def pad_left(rows: list[list], value: float, dtype: str = "long"):
+    """A (len(rows), longest) tensor (``dtype``: long or float), each row padded on the left with ``value``."""
     import torch
 
     width = max((len(r) for r in rows), default=0)
-    return torch.tensor([[value] * (width - len(r)) + r for r in rows], dtype=torch.long).reshape(
-        len(rows), width
-    )
+    kind = {"long": torch.long, "float": torch.float}[dtype]
+    return torch.tensor([[value] * (width - len(r)) + r for r in rows], dtype=kind).reshape(len(rows), width)
 
 
 def target_batch(targets: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, Any]:
@@ -58,20 +57,40 @@ def target_batch(targets: list[tuple[list[int], list[int]]], pad_id: int) -> dic
     }
 
 
+def turn_weights(ids: list[int], tokenizer, base: float, turn: float) -> list[float]:
+    """One weight per prompt token: ``turn`` for the content of every closed assistant turn (the expert's earlier
+    actions, through its end-of-turn token), ``base`` elsewhere. Turns are found by the chat template's own markers
+    (``<|im_start|>assistant\\n`` … ``<|im_end|>``); the open generation prompt at the end is no turn."""
+    start, end = (tokenizer.convert_tokens_to_ids(t) for t in ("<|im_start|>", "<|im_end|>"))
+    role = tokenizer("assistant\n", add_special_tokens=False)["input_ids"]
+    weights, opened = [base] * len(ids), None
+    for j, token in enumerate(ids):
+        if token == start and ids[j + 1 : j + 1 + len(role)] == role:
+            opened = j + 1 + len(role)
+        elif token == end and opened is not None:
+            weights[opened : j + 1] = [turn] * (j + 1 - opened)
+            opened = None
+        elif token == start:
+            opened = None
+    return weights
+
+
 def completion_nll(
-    model, prompt_ids, prompt_mask, target_ids, target_mask, loss_mask, prompt_weight: float = 0.0
+    model, prompt_ids, prompt_mask, target_ids, target_mask, loss_mask, prompt_weight: Any = 0.0
 ):
     """Mean next-token NLL of the ``loss_mask`` tokens of ``target_ids`` given the (left-padded) prompts.
 
     ``prompt_weight`` > 0 also scores the prompt's own tokens (a language-model loss on the problem, the oracle
     windows and the history, each token weighted ``prompt_weight`` against a target token's 1): the tiny model's
-    warm-up uses it so that the model learns to read the prompt, not only to recite actions.
+    warm-up uses it so that the model learns to read the prompt, not only to recite actions. A tensor shaped like
+    ``prompt_ids`` weights each prompt token on its own (:func:`turn_weights`).
     """
     import torch
 
     input_ids = torch.cat([prompt_ids, target_ids], dim=1)
     attention = torch.cat([prompt_mask, target_mask], dim=1)
-    if prompt_weight > 0:
+    per_token = isinstance(prompt_weight, torch.Tensor)
+    if per_token or prompt_weight > 0:
         labels = input_ids[:, 1:]
         weights = torch.cat([prompt_mask.float() * prompt_weight, loss_mask.float()], dim=1)[:, 1:]
         logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1]

@@ -6,7 +6,8 @@ starts from an instruction-tuned model that already answers in the format; the t
 supervised *warm-up* instead: ``tiny.warmup_steps`` steps on the train split's ``</think>`` + expert action (an empty
 thought; targets cut at ``tiny.warmup_target_tokens``; the rate ramps up over ``tiny.warmup_ramp`` steps), plus a
 lighter next-token loss on the prompt's own tokens (``tiny.warmup_prompt_weight``), the stand-in for pretraining
-that teaches it to read the prompt. Without it (``tiny.warmup_steps=0``) SRL from random init still raises the
+that teaches it to read the prompt, and the expert's earlier actions in the prompt at ``tiny.warmup_history_weight``
+(multi-turn SFT: every turn of the history is a target too). Without it (``tiny.warmup_steps=0``) SRL from random init still raises the
 sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``), so the held-out greedy evaluation
 would sit at −1.
 """
@@ -24,7 +25,7 @@ from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.config import TinyOptions
 from swe_srl.train.fitting import fit_rows
-from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch
+from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch, turn_weights
 
 EOS, PAD, IM_START = "<|im_end|>", "<|endoftext|>", "<|im_start|>"
 CHAT_TEMPLATE = (
@@ -108,12 +109,16 @@ def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> l
     ramp = max(1, options.warmup_ramp)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / ramp))
     rng, pad, losses = random.Random(options.seed), tokenizer.pad_token_id, []
+    base, turn = options.warmup_prompt_weight, options.warmup_history_weight
+    weighted = [turn_weights(p, tokenizer, base, turn) if turn else None for p, _ in examples]
     model.train()
     for _ in range(options.warmup_steps):
-        batch = rng.sample(examples, min(options.warmup_batch, len(examples)))
+        chosen = rng.sample(range(len(examples)), min(options.warmup_batch, len(examples)))
+        batch = [examples[i] for i in chosen]
         prompts = pad_left([p for p, _ in batch], pad)
         prompt_mask = pad_left([[1] * len(p) for p, _ in batch], 0)
         targets = target_batch([t for _, t in batch], pad)
+        weight = pad_left([weighted[i] for i in chosen], 0.0, "float") if turn else base
         loss = completion_nll(
             model,
             prompts,
@@ -121,7 +126,7 @@ def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> l
             targets["target_ids"],
             targets["target_mask"],
             targets["loss_mask"],
-            prompt_weight=options.warmup_prompt_weight,
+            prompt_weight=weight,
         )
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

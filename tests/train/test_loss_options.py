@@ -17,7 +17,7 @@ from conftest import TINY, ConstantReward  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.data import read_samples, split_rows  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
-from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch  # noqa: E402
+from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch, turn_weights  # noqa: E402
 
 pytestmark = pytest.mark.train
 
@@ -147,3 +147,58 @@ def test_warmup_prompt_weight_teaches_the_prompt_the_target_only_warmup_does_not
         assert len(losses) == 30
         nll[weight] = _prompt_nll(model.eval(), tokenizer, rows)
     assert nll[0.5] < nll[0.0] - 0.5, nll
+
+
+def test_turn_weights_mark_the_expert_turns_of_the_history_only():
+    from conftest import make_samples
+
+    _, _, tokenizer = _warmup_setup(make_samples(4, seed=1))
+    messages = [
+        {"role": "system", "content": "you fix bugs"},
+        {"role": "user", "content": "problem: test_a fails"},
+        {"role": "assistant", "content": "```bash\nls\n```"},
+        {"role": "user", "content": "OBSERVATION:\na.py"},
+        {"role": "assistant", "content": "```bash\npytest -q test_a.py\n```"},
+        {"role": "user", "content": "OBSERVATION:\n1 failed"},
+    ]
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    ids = tokenizer(str(text), add_special_tokens=False)["input_ids"]
+    weights = turn_weights(ids, tokenizer, 0.1, 1.0)
+    marked = tokenizer.decode([t for t, w in zip(ids, weights, strict=True) if w == 1.0])
+    assert marked == "```bash\nls\n```<|im_end|>```bash\npytest -q test_a.py\n```<|im_end|>"
+    assert set(weights) == {0.1, 1.0} and weights[-3:] == [0.1] * 3  # the open generation prompt is no turn
+    assert turn_weights(ids, tokenizer, 0.1, 0.1) == [0.1] * len(ids)
+
+
+def test_warmup_history_weight_teaches_the_earlier_actions():
+    """With the expert's earlier turns weighted as targets, the warm-up fits them better than with the prompt's
+    light weight alone (same steps, same data, same seed). Only each trajectory's last step is trained on, so the
+    earlier actions are no other sample's target."""
+    from conftest import make_samples
+
+    last: dict[str, dict] = {}
+    for row in make_samples(8, seed=3):
+        if row["step"] >= last.get(row["instance_id"], {"step": 0})["step"]:
+            last[row["instance_id"]] = row
+    rows = [r for r in last.values() if sum(m["role"] == "assistant" for m in r["prompt"]) >= 1]
+    assert len(rows) >= 4
+    tiny, options, tokenizer = _warmup_setup(rows)
+    prompt_ids, prompt_mask = _prompts(tokenizer, rows)
+    turns = torch.tensor([turn_weights(row, tokenizer, 0.0, 1.0) for row in prompt_ids.tolist()])
+    assert turns.sum() > 0
+    nll = {}
+    for weight in (0.0, 1.0):
+        torch.manual_seed(0)
+        model = tiny.build_model(tokenizer, options)
+        opts = options.model_copy(
+            update={"warmup_steps": 30, "warmup_prompt_weight": 0.1, "warmup_history_weight": weight}
+        )
+        assert len(tiny.format_warmup(model, tokenizer, rows, opts)) == 30
+        with torch.no_grad():
+            logits = model.eval()(input_ids=prompt_ids, attention_mask=prompt_mask).logits[:, :-1].float()
+        token_nll = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), prompt_ids[:, 1:].reshape(-1), reduction="none"
+        ).view_as(prompt_ids[:, 1:])
+        mask = turns[:, 1:] * prompt_mask[:, 1:]
+        nll[weight] = ((token_nll * mask).sum() / mask.sum()).item()
+    assert nll[1.0] < nll[0.0] - 0.1, nll

@@ -57,24 +57,6 @@ def target_batch(targets: list[tuple[list[int], list[int]]], pad_id: int) -> dic
     }
 
 
-def turn_weights(ids: list[int], tokenizer, base: float, turn: float) -> list[float]:
-    """One weight per prompt token: ``turn`` for the content of every closed assistant turn (the expert's earlier
-    actions, through its end-of-turn token), ``base`` elsewhere. Turns are found by the chat template's own markers
-    (``<|im_start|>assistant\\n`` … ``<|im_end|>``); the open generation prompt at the end is no turn."""
-    start, end = (tokenizer.convert_tokens_to_ids(t) for t in ("<|im_start|>", "<|im_end|>"))
-    role = tokenizer("assistant\n", add_special_tokens=False)["input_ids"]
-    weights, opened = [base] * len(ids), None
-    for j, token in enumerate(ids):
-        if token == start and ids[j + 1 : j + 1 + len(role)] == role:
-            opened = j + 1 + len(role)
-        elif token == end and opened is not None:
-            weights[opened : j + 1] = [turn] * (j + 1 - opened)
-            opened = None
-        elif token == start:
-            opened = None
-    return weights
-
-
 def completion_nll(
     model, prompt_ids, prompt_mask, target_ids, target_mask, loss_mask, prompt_weight: Any = 0.0
 ):
@@ -83,7 +65,7 @@ def completion_nll(
     ``prompt_weight`` > 0 also scores the prompt's own tokens (a language-model loss on the problem, the oracle
     windows and the history, each token weighted ``prompt_weight`` against a target token's 1): the tiny model's
     warm-up uses it so that the model learns to read the prompt, not only to recite actions. A tensor shaped like
-    ``prompt_ids`` weights each prompt token on its own (:func:`turn_weights`).
+    ``prompt_ids`` weights each prompt token on its own (the tiny warm-up's ``turn_weights``).
     """
     import torch
 

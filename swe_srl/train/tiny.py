@@ -7,9 +7,9 @@ supervised *warm-up* instead: ``tiny.warmup_steps`` steps on the train split's `
 thought; targets cut at ``tiny.warmup_target_tokens``; the rate ramps up over ``tiny.warmup_ramp`` steps), plus a
 lighter next-token loss on the prompt's own tokens (``tiny.warmup_prompt_weight``), the stand-in for pretraining
 that teaches it to read the prompt, and the expert's earlier actions in the prompt at ``tiny.warmup_history_weight``
-(multi-turn SFT: every turn of the history is a target too). Without it (``tiny.warmup_steps=0``) SRL from random init still raises the
-sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``), so the held-out greedy evaluation
-would sit at −1.
+(multi-turn SFT: every turn of the history is a target too). Without it (``tiny.warmup_steps=0``) SRL from random
+init still raises the sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``), so the held-out
+greedy evaluation would sit at −1.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.config import TinyOptions
 from swe_srl.train.fitting import fit_rows
-from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch, turn_weights
+from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch
 
 EOS, PAD, IM_START = "<|im_end|>", "<|endoftext|>", "<|im_start|>"
 CHAT_TEMPLATE = (
@@ -81,6 +81,24 @@ def build_model(tokenizer, options: TinyOptions):
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model
+
+
+def turn_weights(ids: list[int], tokenizer, base: float, turn: float) -> list[float]:
+    """One weight per prompt token: ``turn`` for the content of every closed assistant turn (the expert's earlier
+    actions, through its end-of-turn token), ``base`` elsewhere. Turns are found by :data:`CHAT_TEMPLATE`'s own markers
+    (``IM_START assistant\\n`` … ``EOS``); the open generation prompt at the end is no turn."""
+    start, end = (tokenizer.convert_tokens_to_ids(t) for t in (IM_START, EOS))
+    role = tokenizer("assistant\n", add_special_tokens=False)["input_ids"]
+    weights, opened = [base] * len(ids), None
+    for j, token in enumerate(ids):
+        if token == start and ids[j + 1 : j + 1 + len(role)] == role:
+            opened = j + 1 + len(role)
+        elif token == end and opened is not None:
+            weights[opened : j + 1] = [turn] * (j + 1 - opened)
+            opened = None
+        elif token == start:
+            opened = None
+    return weights
 
 
 def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_completion_tokens: int):

@@ -17,7 +17,8 @@ from conftest import TINY, ConstantReward  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.data import read_samples, split_rows  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
-from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch, turn_weights  # noqa: E402
+from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch  # noqa: E402
+from swe_srl.train.tiny import turn_weights  # noqa: E402
 
 pytestmark = pytest.mark.train
 

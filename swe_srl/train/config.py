@@ -115,6 +115,12 @@ class TinyOptions(_Strict):
         description="Warm-up loss weight of the prompt's earlier assistant turns (the expert's previous actions, "
         "as in multi-turn SFT on every turn) instead of warmup_prompt_weight; 0 = no different from the prompt.",
     )
+    warmup_renamed_copies: int = Field(
+        0,
+        ge=0,
+        description="Warm-up data: this many copies of every train sample whose problem names a failing test, "
+        "with those test names renamed everywhere in the sample (swe_srl.train.augment); 0 = none.",
+    )
 
 
 class RlvrOptions(_Strict):

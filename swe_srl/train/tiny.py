@@ -7,7 +7,8 @@ supervised *warm-up* instead: ``tiny.warmup_steps`` steps on the train split's `
 thought; targets cut at ``tiny.warmup_target_tokens``; the rate ramps up over ``tiny.warmup_ramp`` steps), plus a
 lighter next-token loss on the prompt's own tokens (``tiny.warmup_prompt_weight``), the stand-in for pretraining
 that teaches it to read the prompt, and the expert's earlier actions in the prompt at ``tiny.warmup_history_weight``
-(multi-turn SFT: every turn of the history is a target too). Without it (``tiny.warmup_steps=0``) SRL from random
+(multi-turn SFT: every turn of the history is a target too), optionally on renamed copies of the samples
+(``tiny.warmup_renamed_copies``: :mod:`swe_srl.train.augment`). Without a warm-up (``tiny.warmup_steps=0``) SRL from random
 init still raises the sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``), so the held-out
 greedy evaluation would sit at −1.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
 from swe_srl.paths import atomic_write_text
+from swe_srl.train.augment import renamed_copies
 from swe_srl.train.config import TinyOptions
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch
@@ -120,6 +122,7 @@ def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> l
 
     import torch
 
+    rows = renamed_copies(rows, options.warmup_renamed_copies, seed=options.seed)
     examples = warmup_examples(rows, tokenizer, options.max_prompt_tokens, options.warmup_target_tokens)
     if not examples:
         return []

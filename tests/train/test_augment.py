@@ -1,0 +1,101 @@
+"""Renamed copies of training samples (swe_srl.train.augment): test names renamed consistently, nothing else."""
+
+from __future__ import annotations
+
+import random
+
+from swe_srl.train.augment import TEST_NAME, name_words, rename_tests, renamed_copies
+
+SYSTEM = {"role": "system", "content": "Run test_suite_style commands; test_get is a word here."}
+
+
+def _row(test: str = "test_get", target: str | None = None) -> dict:
+    problem = (
+        f"<problem_statement>\nRegression in toolz: {test} fails\n\n```\n"
+        f"toolz/tests/test_itertoolz.py::{test}: AssertionError\n```\n</problem_statement>\n\n"
+        '<file path="toolz/itertoolz.py">\n 10| def get(ind, seq):\n</file>'
+    )
+    return {
+        "prompt": [
+            SYSTEM,
+            {"role": "user", "content": problem},
+            {
+                "role": "assistant",
+                "content": f"```bash\npython -m pytest -q toolz/tests/test_itertoolz.py::{test}\n```",
+            },
+            {
+                "role": "user",
+                "content": f"OBSERVATION:\nFAILED toolz/tests/test_itertoolz.py::{test} - x\ntest_getter ok",
+            },
+        ],
+        "expert_action": target or f"python -m pytest -x -q toolz/tests/test_itertoolz.py::{test}",
+        "instance_id": "toolz__toolz-m001",
+        "step": 1,
+    }
+
+
+def test_rename_is_consistent_everywhere_but_the_system_prompt():
+    row = _row()
+    copy = rename_tests(row, random.Random(0), ["merge", "sorted", "curry"])
+    assert copy is not None
+    new_test, new_file = copy["renamed"]["test_get"], copy["renamed"]["test_itertoolz"]
+    assert {new_test, new_file}.isdisjoint({"test_get", "test_itertoolz"}) and new_test != new_file
+    assert copy["expert_action"] == f"python -m pytest -x -q toolz/tests/{new_file}.py::{new_test}"
+    problem, history, observation = (m["content"] for m in copy["prompt"][1:])
+    assert f"{new_test} fails" in problem and f"{new_file}.py::{new_test}: AssertionError" in problem
+    assert f"::{new_test}\n```" in history and f"::{new_test} - x" in observation
+    # words that only contain the old name, and the system prompt, stay as they were
+    assert "test_getter ok" in observation and copy["prompt"][0] == SYSTEM
+    assert "def get(ind, seq)" in problem
+    assert row["expert_action"].endswith("test_itertoolz.py::test_get")  # the original is untouched
+
+
+def test_no_test_in_the_problem_means_no_copy():
+    row = _row()
+    row["prompt"][1] = {
+        "role": "user",
+        "content": "<problem_statement>\nget() is wrong\n</problem_statement>",
+    }
+    assert rename_tests(row, random.Random(0), ["merge"]) is None
+    assert renamed_copies([row], copies=3) == [row]
+
+
+def test_copies_are_deterministic_and_drawn_from_the_rows_own_words():
+    rows = [_row("test_get"), _row("test_merge_sorted"), _row("test_curry_call")]
+    words = name_words(rows)
+    assert words == ["call", "curry", "get", "itertoolz", "merge", "sorted"]
+    out = renamed_copies(rows, copies=2, seed=3)
+    assert out[:3] == rows and len(out) == 9
+    assert out == renamed_copies(rows, copies=2, seed=3)
+    for copy in out[3:]:
+        for name in copy["renamed"].values():
+            assert TEST_NAME.fullmatch(name) and set(name[5:].split("_")) <= set(words)
+    assert renamed_copies(rows, copies=0) == rows
+
+
+def test_warmup_renamed_copies_train_on_the_renamed_samples():
+    """With ``tiny.warmup_renamed_copies`` the warm-up's data holds the renamed copies: after the same steps from the
+    same init, their targets (the renamed test ids) are fitted far better than by a warm-up on the originals."""
+    import torch
+
+    from swe_srl.train import tiny
+    from swe_srl.train.config import TinyOptions
+    from swe_srl.train.sft import completion_nll, pad_left, target_batch
+
+    rows = [_row(name) for name in ("test_get", "test_merge_sorted", "test_curry_call", "test_pluck")]
+    options = TinyOptions(hidden_size=32, layers=2, heads=2, vocab_size=300, max_prompt_tokens=256, seed=5)
+    copies = renamed_copies(rows, 2, seed=options.seed)[len(rows) :]  # what the warm-up draws
+    assert len(copies) == 8
+    tokenizer = tiny.build_tokenizer(tiny.sample_texts(rows), options.vocab_size)
+    examples = tiny.warmup_examples(copies, tokenizer, 256, options.warmup_target_tokens)
+    prompts = pad_left([p for p, _ in examples], tokenizer.pad_token_id)
+    mask = pad_left([[1] * len(p) for p, _ in examples], 0)
+    batch = target_batch([t for _, t in examples], tokenizer.pad_token_id)
+    nll = {}
+    for n in (0, 2):
+        model = tiny.build_model(tokenizer, options)
+        opts = options.model_copy(update={"warmup_steps": 120, "warmup_renamed_copies": n})
+        assert len(tiny.format_warmup(model, tokenizer, rows, opts)) == 120
+        with torch.no_grad():
+            nll[n] = completion_nll(model.eval(), prompts, mask, **batch).item()
+    assert nll[2] < nll[0] - 0.3, nll

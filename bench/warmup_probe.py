@@ -2,10 +2,10 @@
 
 What a run's *start* would be (no GRPO), for choosing warm-up options on dev only: the bundled samples (built by a
 first ``swe-srl train --oracle-files``; the newest cached samples file), the tokenizer and model of the tiny default,
-the warm-up's own data and loss (``tiny.warmup_examples``, ``sft.completion_nll``, renamed copies with ``aug=K``),
-one torch thread, and at each check the greedy outputs of the 57 dev samples scored under both rewards, the layered
-reward's layers, the paired mean over the frequent action at the step, and ``copy_rate``: the share of the dev
-pytest targets whose test name the output contains (the name is only in the problem statement).
+the warm-up itself (``tiny.format_warmup``; renamed copies with ``aug=K``), one torch thread, and at each check the
+greedy outputs of the 57 dev samples scored under both rewards, the layered reward's layers, the paired mean over the
+frequent action at the step, and ``copy_rate``: the share of the dev pytest targets whose test name the output
+contains (the name is only in the problem statement).
 
     python bench/warmup_probe.py checks=200,400 [aug=2] [decay=0.5] [split=dev] [gen=32] [-o OUT.json] [TINY=V ...]
 
@@ -16,7 +16,6 @@ to 0 over that share of the last steps. Prints one JSON line per check; ``-o`` w
 from __future__ import annotations
 
 import json
-import random
 import sys
 import time
 from pathlib import Path
@@ -25,13 +24,12 @@ import torch
 
 from swe_srl.eval.baselines import baseline_actions, baseline_outputs
 from swe_srl.paths import atomic_write_text, cache_dir
-from swe_srl.train.augment import TEST_NAME, renamed_copies
+from swe_srl.train.augment import TEST_NAME
 from swe_srl.train.config import TinyOptions
 from swe_srl.train.data import read_samples, split_rows
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, layer_means, scores
-from swe_srl.train.sft import completion_nll, pad_left, target_batch
-from swe_srl.train.tiny import build_model, build_tokenizer, sample_texts, turn_weights, warmup_examples
+from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, sample_texts
 
 
 def _mean(values) -> float:
@@ -41,9 +39,11 @@ def _mean(values) -> float:
 def probe(args: dict[str, str]) -> list[dict]:
     checks = sorted(int(x) for x in args.pop("checks", "200").split(","))
     split, gen, out = args.pop("split", "dev"), int(args.pop("gen", "32")), args.pop("-o", None)
-    copies, decay = int(args.pop("aug", "0")), float(args.pop("decay", "0"))
+    args["warmup_renamed_copies"] = args.pop("aug", "0")
+    decay = float(args.pop("decay", "0"))
     defaults = TinyOptions()
-    opts = TinyOptions(**{k: type(getattr(defaults, k))(v) for k, v in args.items()})
+    options = {k: type(getattr(defaults, k))(v) for k, v in args.items()}
+    opts = TinyOptions(**{**options, "warmup_steps": checks[-1]})
     torch.set_num_threads(1)
     files = sorted(cache_dir("samples").glob("samples-*.jsonl"), key=lambda p: p.stat().st_mtime)
     if not files:
@@ -52,47 +52,13 @@ def probe(args: dict[str, str]) -> list[dict]:
     tokenizer = build_tokenizer(sample_texts(train), opts.vocab_size)
     model = build_model(tokenizer, opts)
     held = fit_rows(held, opts.max_prompt_tokens, tokenizer)
-    rows = renamed_copies(train, copies, seed=opts.seed)
-    examples = warmup_examples(rows, tokenizer, opts.max_prompt_tokens, opts.warmup_target_tokens)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=opts.warmup_lr)
-    last, fall, ramp = checks[-1], int(decay * checks[-1]), max(1, opts.warmup_ramp)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / ramp, (last - s) / fall if fall else 1.0)
-    )
-    weighted = [
-        turn_weights(p, tokenizer, opts.warmup_prompt_weight, opts.warmup_history_weight)
-        if opts.warmup_history_weight
-        else None
-        for p, _ in examples
-    ]
     frequent = scores(baseline_outputs(baseline_actions(train, held)["frequent_at_step"]), held)
-    rng, pad, started, results = random.Random(opts.seed), tokenizer.pad_token_id, time.monotonic(), []
-    model.train()
-    for step in range(1, last + 1):
-        chosen = rng.sample(range(len(examples)), min(opts.warmup_batch, len(examples)))
-        batch = [examples[i] for i in chosen]
-        targets = target_batch([t for _, t in batch], pad)
-        weight = (
-            pad_left([weighted[i] for i in chosen], 0.0, "float")
-            if opts.warmup_history_weight
-            else opts.warmup_prompt_weight
-        )
-        loss = completion_nll(
-            model,
-            pad_left([p for p, _ in batch], pad),
-            pad_left([[1] * len(p) for p, _ in batch], 0),
-            targets["target_ids"],
-            targets["target_mask"],
-            targets["loss_mask"],
-            prompt_weight=weight,
-        )
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
+    last, fall, ramp = checks[-1], int(decay * checks[-1]), max(1, opts.warmup_ramp)
+    started, results = time.monotonic(), []
+
+    def check(step: int, loss: float) -> None:
         if step not in checks:
-            continue
+            return
         outputs = greedy_outputs(model, tokenizer, [r["prompt"] for r in held], gen, 8, "<think>")
         got = scores(outputs, held)
         named = [
@@ -103,28 +69,34 @@ def probe(args: dict[str, str]) -> list[dict]:
         record = {
             "step": step,
             "seconds": round(time.monotonic() - started),
-            "loss": loss.item(),
+            "loss": loss,
             "srl": _mean(got["srl"]),
             "layered": _mean(got["layered"]),
             **layer_means(outputs, held),
+            "vs_frequent_srl": _mean([a - b for a, b in zip(got["srl"], frequent["srl"], strict=True)]),
             "vs_frequent_layered": _mean(
                 [a - b for a, b in zip(got["layered"], frequent["layered"], strict=True)]
             ),
-            "vs_frequent_srl": _mean([a - b for a, b in zip(got["srl"], frequent["srl"], strict=True)]),
             "copy_rate": sum(n in o for n, o in named) / max(1, len(named)),
-            "outputs": outputs,
         }
-        print(json.dumps({k: v for k, v in record.items() if k != "outputs"}), flush=True)
-        results.append(record)
-        model.train()
+        print(json.dumps(record), flush=True)
+        results.append({**record, "outputs": outputs})
+
+    format_warmup(
+        model,
+        tokenizer,
+        train,
+        opts,
+        lr_factor=(lambda s: min(1.0, (s + 1) / ramp, (last - s) / fall)) if fall else None,
+        on_step=check,
+    )
     if out:
         atomic_write_text(Path(out), json.dumps({"options": opts.model_dump(), "checks": results}) + "\n")
     return results
 
 
 if __name__ == "__main__":
-    argv = sys.argv[1:]
-    pairs = {}
+    argv, pairs = sys.argv[1:], {}
     for i, item in enumerate(argv):
         if item == "-o":
             pairs["-o"] = argv[i + 1]

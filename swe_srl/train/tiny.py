@@ -19,7 +19,7 @@ import json
 import random
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
@@ -116,9 +116,20 @@ def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_com
     return examples
 
 
-def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> list[float]:
+def format_warmup(
+    model,
+    tokenizer,
+    rows: list[dict],
+    options: TinyOptions,
+    *,
+    lr_factor: Callable[[int], float] | None = None,
+    on_step: Callable[[int, float], None] | None = None,
+) -> list[float]:
     """``options.warmup_steps`` AdamW steps of the SFT loss (:func:`~swe_srl.train.sft.completion_nll`) on the
-    targets, and on the prompts at ``options.warmup_prompt_weight``; returns the loss per step."""
+    targets, and on the prompts at ``options.warmup_prompt_weight``; returns the loss per step.
+
+    ``lr_factor(step)`` replaces the rate's linear ramp (``warmup_ramp``); ``on_step(step, loss)`` is called after
+    each step (1-based; a probe may decode there, leaving the model in training mode)."""
 
     import torch
 
@@ -128,12 +139,14 @@ def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> l
         return []
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.warmup_lr)
     ramp = max(1, options.warmup_ramp)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / ramp))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lr_factor or (lambda step: min(1.0, (step + 1) / ramp))
+    )
     rng, pad, losses = random.Random(options.seed), tokenizer.pad_token_id, []
     base, turn = options.warmup_prompt_weight, options.warmup_history_weight
     weighted = [turn_weights(p, tokenizer, base, turn) if turn else None for p, _ in examples]
     model.train()
-    for _ in range(options.warmup_steps):
+    for step in range(1, options.warmup_steps + 1):
         chosen = rng.sample(range(len(examples)), min(options.warmup_batch, len(examples)))
         batch = [examples[i] for i in chosen]
         prompts = pad_left([p for p, _ in batch], pad)
@@ -155,6 +168,8 @@ def format_warmup(model, tokenizer, rows: list[dict], options: TinyOptions) -> l
         schedule.step()
         optimizer.zero_grad()
         losses.append(loss.item())
+        if on_step is not None:
+            on_step(step, losses[-1])
     model.eval()
     return losses
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from swe_srl.core.actions import THINK_OPEN
 from swe_srl.eval.baselines import baseline_actions, baseline_outputs
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.train.augment import TEST_NAME
@@ -59,7 +60,7 @@ def probe(args: dict[str, str]) -> list[dict]:
     def check(step: int, loss: float) -> None:
         if step not in checks:
             return
-        outputs = greedy_outputs(model, tokenizer, [r["prompt"] for r in held], gen, 8, "<think>")
+        outputs = greedy_outputs(model, tokenizer, [r["prompt"] for r in held], gen, 8, THINK_OPEN)
         got = scores(outputs, held)
         named = [
             (n, o)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 TEST_NAME = re.compile(r"(?<![\w.])test_\w+")
-"""A test function's name as pytest ids and issue texts write it (``test_get``; ``test_x[param]`` keeps ``test_x``)."""
+"""A test function's name as pytest ids and issue texts write it (``test_get``; ``test_x[param]``: ``test_x``)."""
 
 _PROBLEM = re.compile(r"<problem_statement>(.*?)</problem_statement>", re.S)
 

@@ -9,7 +9,7 @@ from swe_srl.train.augment import TEST_NAME, name_words, rename_tests, renamed_c
 SYSTEM = {"role": "system", "content": "Run test_suite_style commands; test_get is a word here."}
 
 
-def _row(test: str = "test_get", target: str | None = None) -> dict:
+def _row(test: str = "test_get") -> dict:
     problem = (
         f"<problem_statement>\nRegression in toolz: {test} fails\n\n```\n"
         f"toolz/tests/test_itertoolz.py::{test}: AssertionError\n```\n</problem_statement>\n\n"
@@ -28,7 +28,7 @@ def _row(test: str = "test_get", target: str | None = None) -> dict:
                 "content": f"OBSERVATION:\nFAILED toolz/tests/test_itertoolz.py::{test} - x\ntest_getter ok",
             },
         ],
-        "expert_action": target or f"python -m pytest -x -q toolz/tests/test_itertoolz.py::{test}",
+        "expert_action": f"python -m pytest -x -q toolz/tests/test_itertoolz.py::{test}",
         "instance_id": "toolz__toolz-m001",
         "step": 1,
     }
@@ -99,3 +99,26 @@ def test_warmup_renamed_copies_train_on_the_renamed_samples():
         with torch.no_grad():
             nll[n] = completion_nll(model.eval(), prompts, mask, **batch).item()
     assert nll[2] < nll[0] - 0.3, nll
+
+
+def test_format_warmup_reports_each_step_and_takes_a_rate_factor():
+    """``on_step`` sees every step (1-based) with its loss; ``lr_factor`` replaces the ramp (0: no update at all)."""
+    import torch
+
+    from swe_srl.train import tiny
+    from swe_srl.train.config import TinyOptions
+
+    rows = [_row(name) for name in ("test_get", "test_pluck")]
+    options = TinyOptions(
+        hidden_size=32, layers=2, heads=2, vocab_size=300, max_prompt_tokens=256, warmup_steps=3
+    )
+    tokenizer = tiny.build_tokenizer(tiny.sample_texts(rows), options.vocab_size)
+    model = tiny.build_model(tokenizer, options)
+    seen: list[tuple[int, float]] = []
+    losses = tiny.format_warmup(
+        model, tokenizer, rows, options, on_step=lambda s, loss: seen.append((s, loss))
+    )
+    assert seen == list(enumerate(losses, start=1)) and len(seen) == 3
+    before = [p.detach().clone() for p in model.parameters()]
+    tiny.format_warmup(model, tokenizer, rows, options, lr_factor=lambda step: 0.0)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))

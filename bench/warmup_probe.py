@@ -10,18 +10,16 @@ contains (the name is only in the problem statement).
     python bench/warmup_probe.py checks=200,400 [aug=2] [decay=0.5] [split=dev] [gen=32] [-o OUT.json] [TINY=V ...]
 
 ``TINY=V`` is any ``tiny.*`` option (``warmup_prompt_weight=0.3``, ``seed=1``). ``decay`` lets the rate fall linearly
-to 0 over that share of the last steps. ``induction=N`` first trains N steps of *induction* (a stand-in for the
-copying a pretrained model has: a window of a train prompt, other text, then the window again, the loss on the
-repeat), ``induction_every=K`` adds one such step after every K warm-up steps; each check then also reports
-``induction_acc`` (next-token accuracy on fresh repeats) and ``forced_copy`` (given the expert's action up to its
-test name's ``test_``, the share of dev pytest targets whose name the greedy continuation completes). Prints one
+to 0 over that share of the last steps. With ``induction_steps=N`` / ``induction_every=K`` (induction steps before
+and between the warm-up's: :mod:`swe_srl.train.induction`) each check also reports ``induction_acc`` (greedy
+accuracy on fresh repeats of train-prompt windows) and ``forced_copy`` (given the expert's action up to its test
+name's ``test_``, the share of dev pytest targets whose name the greedy continuation completes). Prints one
 JSON line per check; ``-o`` writes them all with the outputs.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import sys
 import time
 from pathlib import Path
@@ -36,61 +34,12 @@ from swe_srl.train.config import TinyOptions
 from swe_srl.train.data import read_samples, split_rows
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, layer_means, scores
+from swe_srl.train.induction import RepeatedSpans
 from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, sample_texts
 
 
 def _mean(values) -> float:
     return sum(values) / len(values)
-
-
-class Induction:
-    """Repeated spans of train prompts (window, other text, the window again; loss on the repeat after its first
-    token) and an AdamW of their own: the probe's stand-in for pretrained copying."""
-
-    def __init__(
-        self, model, tokenizer, rows: list[dict], seed: int, lr: float = 3e-3, span: int = 96
-    ) -> None:
-        self.model, self.pad, self.span, self.rng = model, tokenizer.pad_token_id, span, random.Random(seed)
-        self.streams = [
-            tokenizer(
-                str(tokenizer.apply_chat_template(r["prompt"], tokenize=False)), add_special_tokens=False
-            )["input_ids"]
-            for r in rows
-        ]
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / 20))
-
-    def _window(self, n: int) -> list[int]:
-        s = self.rng.choice(self.streams)
-        start = self.rng.randrange(len(s) - n) if len(s) > n else 0
-        return list(s[start : start + n])
-
-    def loss(self, size: int = 8) -> tuple[torch.Tensor, float]:
-        """(mean NLL, next-token accuracy) on the repeats of ``size`` fresh sequences."""
-        seqs, masks = [], []
-        for _ in range(size):
-            x = self._window(self.rng.randint(8, self.span))
-            pre, mid = self._window(self.rng.randint(0, 256)), self._window(self.rng.randint(0, 128))
-            seqs.append(pre + x + mid + x)
-            masks.append([0] * (len(pre) + len(x) + len(mid) + 1) + [1] * (len(x) - 1))
-        width = max(map(len, seqs))
-        ids = torch.tensor([s + [self.pad] * (width - len(s)) for s in seqs])
-        attention = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in seqs])
-        weight = torch.tensor([m + [0] * (width - len(m)) for m in masks], dtype=torch.float)[:, 1:]
-        logits = self.model(input_ids=ids, attention_mask=attention).logits[:, :-1]
-        nll = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none"
-        ).view(len(seqs), -1)
-        accuracy = ((logits.argmax(-1) == ids[:, 1:]).float() * weight).sum() / weight.sum()
-        return (nll * weight).sum() / weight.sum(), accuracy.item()
-
-    def step(self) -> None:
-        self.model.train()
-        self.loss()[0].backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-        self.schedule.step()
-        self.optimizer.zero_grad()
 
 
 def forced_copy(model, tokenizer, held: list[dict]) -> float:
@@ -119,7 +68,6 @@ def probe(args: dict[str, str]) -> list[dict]:
     split, gen, out = args.pop("split", "dev"), int(args.pop("gen", "32")), args.pop("-o", None)
     args["warmup_renamed_copies"] = args.pop("aug", "0")
     decay = float(args.pop("decay", "0"))
-    induction, every = int(args.pop("induction", "0")), int(args.pop("induction_every", "0"))
     defaults = TinyOptions()
     options = {k: type(getattr(defaults, k))(v) for k, v in args.items()}
     opts = TinyOptions(**{**options, "warmup_steps": checks[-1]})
@@ -134,22 +82,19 @@ def probe(args: dict[str, str]) -> list[dict]:
     frequent = scores(baseline_outputs(baseline_actions(train, held)["frequent_at_step"]), held)
     last, fall, ramp = checks[-1], int(decay * checks[-1]), max(1, opts.warmup_ramp)
     started, results = time.monotonic(), []
-    copier = Induction(model, tokenizer, fit_rows(train, opts.max_prompt_tokens, tokenizer), opts.seed)
-    for _ in range(induction if induction or every else 0):
-        copier.step()
+    induction = opts.induction_steps or opts.induction_every
+    texts = (
+        [str(tokenizer.apply_chat_template(r["prompt"], tokenize=False)) for r in held] if induction else []
+    )
+    prompts = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    gauge = RepeatedSpans(model, tokenizer.pad_token_id, prompts, opts.seed)  # measures only: dev repeats
 
     def check(step: int, loss: float) -> None:
-        if every and step % every == 0:
-            copier.step()
         if step not in checks:
             return
         extra = {}
-        if induction or every:
-            with torch.no_grad():
-                extra = {
-                    "induction_acc": copier.loss(16)[1],
-                    "forced_copy": forced_copy(model, tokenizer, held),
-                }
+        if induction:
+            extra = {"induction_acc": gauge.accuracy(), "forced_copy": forced_copy(model, tokenizer, held)}
         outputs = greedy_outputs(model, tokenizer, [r["prompt"] for r in held], gen, 8, THINK_OPEN)
         got = scores(outputs, held)
         named = [

@@ -121,6 +121,17 @@ class TinyOptions(_Strict):
         description="Warm-up data: this many copies of every train sample whose problem names a failing test, "
         "with those test names renamed everywhere in the sample (swe_srl.train.augment); 0 = none.",
     )
+    induction_steps: int = Field(
+        0,
+        ge=0,
+        description="Induction steps before the warm-up: repeats of train-prompt windows, the loss on the repeat "
+        "(the stand-in for a pretrained model's copying; swe_srl.train.induction); 0 = none.",
+    )
+    induction_every: int = Field(
+        0,
+        ge=0,
+        description="One more induction step after every K warm-up steps (0 = none during the warm-up).",
+    )
 
 
 class RlvrOptions(_Strict):

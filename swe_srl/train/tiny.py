@@ -8,7 +8,8 @@ thought; targets cut at ``tiny.warmup_target_tokens``; the rate ramps up over ``
 lighter next-token loss on the prompt's own tokens (``tiny.warmup_prompt_weight``), the stand-in for pretraining
 that teaches it to read the prompt, and the expert's earlier actions in the prompt at ``tiny.warmup_history_weight``
 (multi-turn SFT: every turn of the history is a target too), optionally on renamed copies of the samples
-(``tiny.warmup_renamed_copies``: :mod:`swe_srl.train.augment`). Without a warm-up (``tiny.warmup_steps=0``) SRL
+(``tiny.warmup_renamed_copies``: :mod:`swe_srl.train.augment`) and after and between induction steps (repeated
+spans: ``tiny.induction_steps``, ``tiny.induction_every``, :mod:`swe_srl.train.induction`). Without a warm-up (``tiny.warmup_steps=0``) SRL
 from random init still raises the sampled reward, but greedy decoding stays degenerate (it repeats ``</think>``),
 so the held-out greedy evaluation would sit at −1.
 """
@@ -27,6 +28,7 @@ from swe_srl.paths import atomic_write_text
 from swe_srl.train.augment import renamed_copies
 from swe_srl.train.config import TinyOptions
 from swe_srl.train.fitting import fit_rows
+from swe_srl.train.induction import RepeatedSpans
 from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch
 
 EOS, PAD, IM_START = "<|im_end|>", "<|endoftext|>", "<|im_start|>"
@@ -129,7 +131,9 @@ def format_warmup(
     targets, and on the prompts at ``options.warmup_prompt_weight``; returns the loss per step.
 
     ``lr_factor(step)`` replaces the rate's linear ramp (``warmup_ramp``); ``on_step(step, loss)`` is called after
-    each step (1-based; a probe may decode there, leaving the model in training mode)."""
+    each step (1-based; a probe may decode there, leaving the model in training mode). ``options.induction_steps``
+    induction steps come first and ``options.induction_every`` adds one after every K warm-up steps
+    (:class:`~swe_srl.train.induction.RepeatedSpans` over the warm-up prompts, at the warm-up's rate)."""
 
     import torch
 
@@ -143,6 +147,11 @@ def format_warmup(
         optimizer, lr_factor or (lambda step: min(1.0, (step + 1) / ramp))
     )
     rng, pad, losses = random.Random(options.seed), tokenizer.pad_token_id, []
+    every, copier = options.induction_every, None
+    if options.induction_steps or every:
+        copier = RepeatedSpans(model, pad, [p for p, _ in examples], options.seed, options.warmup_lr)
+        for _ in range(options.induction_steps):
+            copier.step()
     base, turn = options.warmup_prompt_weight, options.warmup_history_weight
     weighted = [turn_weights(p, tokenizer, base, turn) if turn else None for p, _ in examples]
     model.train()
@@ -168,6 +177,8 @@ def format_warmup(
         schedule.step()
         optimizer.zero_grad()
         losses.append(loss.item())
+        if copier is not None and every and step % every == 0:
+            copier.step()
         if on_step is not None:
             on_step(step, losses[-1])
     model.eval()

@@ -1,18 +1,18 @@
 """The tiny warm-up alone, probed on the dev split: greedy rewards at checkpoints, next to the frequent action.
 
-What a run's *start* would be (no GRPO), for choosing warm-up options on dev only: the bundled samples (built by a
-first ``swe-srl train --oracle-files``; the newest cached samples file), the tokenizer and model of the tiny default,
+What a run's *start* would be (no GRPO), for choosing warm-up options on dev only: the samples of the main command
+(``swe-srl train --oracle-files``: the bundled suite's, cached by its inputs; ``samples=PATH`` another file), the tokenizer and model of the tiny default,
 the warm-up itself (``tiny.format_warmup``; renamed copies with ``aug=K``), one torch thread, and at each check the
 greedy outputs of the 57 dev samples scored under both rewards, the layered reward's layers, the paired mean over the
 frequent action at the step, and ``copy_rate``: the share of the dev pytest targets whose test name the output
 contains (the name is only in the problem statement).
 
-    python bench/warmup_probe.py checks=200,400 [aug=2] [decay=0.5] [split=dev] [gen=32] [-o OUT.json] [TINY=V ...]
+    python bench/warmup_probe.py checks=200,400 [aug=2] [decay=0.5] [split=dev] [gen=32] [samples=F] [-o OUT] [TINY=V]
 
 ``TINY=V`` is any ``tiny.*`` option (``warmup_prompt_weight=0.3``, ``seed=1``). ``decay`` lets the rate fall linearly
 to 0 over that share of the last steps. With ``induction_steps=N`` / ``induction_every=K`` (induction steps before
 and between the warm-up's: :mod:`swe_srl.train.induction`) each check also reports ``induction_acc`` (greedy
-accuracy on fresh repeats of train-prompt windows) and ``forced_copy`` (given the expert's action up to its test
+accuracy on fresh repeats of dev-prompt windows) and ``forced_copy`` (given the expert's action up to its test
 name's ``test_``, the share of dev pytest targets whose name the greedy continuation completes). Prints one
 JSON line per check; ``-o`` writes them all with the outputs.
 """
@@ -28,13 +28,14 @@ import torch
 
 from swe_srl.core.actions import THINK_OPEN
 from swe_srl.eval.baselines import baseline_actions, baseline_outputs
-from swe_srl.paths import atomic_write_text, cache_dir
+from swe_srl.paths import atomic_write_text
 from swe_srl.train.augment import TEST_NAME
-from swe_srl.train.config import TinyOptions
+from swe_srl.train.config import TinyOptions, TrainConfig
 from swe_srl.train.data import read_samples, split_rows
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, layer_means, scores
 from swe_srl.train.induction import RepeatedSpans
+from swe_srl.train.samples import default_sample_set
 from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, sample_texts
 
 
@@ -66,16 +67,15 @@ def forced_copy(model, tokenizer, held: list[dict]) -> float:
 def probe(args: dict[str, str]) -> list[dict]:
     checks = sorted(int(x) for x in args.pop("checks", "200").split(","))
     split, gen, out = args.pop("split", "dev"), int(args.pop("gen", "32")), args.pop("-o", None)
+    samples = args.pop("samples", None)
     args["warmup_renamed_copies"] = args.pop("aug", "0")
     decay = float(args.pop("decay", "0"))
     defaults = TinyOptions()
     options = {k: type(getattr(defaults, k))(v) for k, v in args.items()}
     opts = TinyOptions(**{**options, "warmup_steps": checks[-1]})
     torch.set_num_threads(1)
-    files = sorted(cache_dir("samples").glob("samples-*.jsonl"), key=lambda p: p.stat().st_mtime)
-    if not files:
-        sys.exit("no cached samples: run `swe-srl train --oracle-files` once first")
-    train, held = split_rows(read_samples(files[-1]), 0.1, split)
+    samples = samples or default_sample_set(True, expert_seeds=TrainConfig().expert_seeds).path
+    train, held = split_rows(read_samples(samples), 0.1, split)
     tokenizer = build_tokenizer(sample_texts(train), opts.vocab_size)
     model = build_model(tokenizer, opts)
     held = fit_rows(held, opts.max_prompt_tokens, tokenizer)

@@ -41,7 +41,10 @@ CHAT_TEMPLATE = (
 
 
 def build_tokenizer(texts: Iterable[str], vocab_size: int):
-    """Train a byte-level BPE on ``texts``; ``<think>``/``</think>`` are single (non-special) tokens."""
+    """Train a byte-level BPE on ``texts``; ``<think>``/``</think>`` are single (non-special) tokens.
+
+    Returned as ``AutoTokenizer`` loads it from a Qwen2 model directory (:func:`as_saved`), so that the warm-up
+    tokenizes exactly as the trainer, the evaluation and every later user of the saved model do."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -59,7 +62,22 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int):
     fast.add_tokens([THINK_OPEN, THINK_CLOSE])
     fast.chat_template = CHAT_TEMPLATE
     fast.padding_side = "left"
-    return fast
+    return as_saved(fast)
+
+
+def as_saved(tokenizer):
+    """``tokenizer`` as ``AutoTokenizer`` reloads it beside a Qwen2 config: that picks the model type's tokenizer
+    class (``Qwen2Tokenizer``), whose pre-tokenizer splits whitespace other than the byte-level one the BPE was built
+    with (``"\\n  x"``: ``Ċ``, ``Ġ``, ``Ġx`` instead of ``ĊĠ``, ``Ġx``). A warm-up on the in-memory tokenizer would
+    teach the model token sequences it never sees again."""
+    from transformers import AutoTokenizer, Qwen2Config
+
+    with tempfile.TemporaryDirectory(prefix="swe-srl-tokenizer-") as tmp:
+        tokenizer.save_pretrained(tmp)
+        Qwen2Config(vocab_size=len(tokenizer)).save_pretrained(tmp)
+        loaded = AutoTokenizer.from_pretrained(tmp)
+    loaded.padding_side = "left"
+    return loaded
 
 
 def build_model(tokenizer, options: TinyOptions):

@@ -8,6 +8,7 @@ data, reward, dynamic sampling, advantage, the SFT term and the tiny default mod
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -221,15 +222,31 @@ class TrainConfig(_Strict):
         return Path(self.output)
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML with YAML 1.2's floats: PyYAML (YAML 1.1) reads ``5e-4`` (no dot) as a string, at any depth."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` as YAML, exponent floats without a dot included (``{min_lr: 5e-4}`` → 0.0005)."""
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+
+
 def _coerce(text: str) -> Any:
-    """A ``--set`` value: YAML scalar/list/dict syntax (``3``, ``1e-6``, ``true``, ``[a, b]``, ``null``)."""
-    for number in (int, float):  # YAML 1.1 reads "5e-3" as a string
+    """A ``--set`` value: YAML scalar/list/dict syntax (``3``, ``1e-6``, ``true``, ``[a, b]``, ``{k: 5e-4}``)."""
+    for number in (int, float):
         try:
             return number(text)
         except ValueError:
             pass
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError:
         return text
 
@@ -267,7 +284,7 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     if path is not None:
         source = str(path)
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+            loaded = load_yaml(Path(path).read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
         if not isinstance(loaded, dict):

@@ -186,3 +186,15 @@ def test_reward_default_is_srl_for_the_tiny_model_only():
     assert load_config(None, [], reward="layered").reward == "layered"
     assert load_config(None, ["reward=layered"]).reward == "layered"
     assert load_config(None, [], preset="paper-gpu").reward == "layered"
+
+
+def test_exponent_floats_without_a_dot_are_floats_at_any_depth(tmp_path: Path):
+    """PyYAML (YAML 1.1) reads ``5e-4`` as a string; inside a dict that reached TRL's scheduler and failed there,
+    after the warm-up. Both ``--set`` and the YAML file read YAML 1.2 floats."""
+    config = load_config(None, ["trl.lr_scheduler_kwargs={min_lr: 5e-4}", "trl.learning_rate=1e-3"])
+    assert config.trl["lr_scheduler_kwargs"] == {"min_lr": 5e-4} and config.trl["learning_rate"] == 1e-3
+    path = tmp_path / "c.yaml"
+    path.write_text("trl:\n  learning_rate: 5e-4\n  lr_scheduler_kwargs: {min_lr: 1E-5}\n", encoding="utf-8")
+    from_file = load_config(path, [])
+    assert from_file.trl["learning_rate"] == 5e-4 and from_file.trl["lr_scheduler_kwargs"]["min_lr"] == 1e-5
+    assert load_config(None, ["trl.run_name=e5", "trl.hub_model_id=2e-4x"]).trl["run_name"] == "e5"

@@ -1,11 +1,11 @@
 """The tiny warm-up alone, probed on the dev split: greedy rewards at checkpoints, next to the frequent action.
 
 What a run's *start* would be (no GRPO), for choosing warm-up options on dev only: the samples of the main command
-(``swe-srl train --oracle-files``: the bundled suite's, cached by its inputs; ``samples=PATH`` another file), the tokenizer and model of the tiny default,
-the warm-up itself (``tiny.format_warmup``; renamed copies with ``aug=K``), one torch thread, and at each check the
-greedy outputs of the 57 dev samples scored under both rewards, the layered reward's layers, the paired mean over the
-frequent action at the step, and ``copy_rate``: the share of the dev pytest targets whose test name the output
-contains (the name is only in the problem statement).
+(``swe-srl train --oracle-files``: the bundled suite's, cached by its inputs; ``samples=PATH`` another file), the
+tokenizer and model of the tiny default, the warm-up itself (``tiny.format_warmup``; renamed copies with ``aug=K``),
+one torch thread, and at each check the greedy outputs of the 57 dev samples scored under both rewards, the layered
+reward's layers, the paired mean over the frequent action at the step, and ``copy_rate``: the share of the dev
+pytest targets whose test name the output contains (the name is only in the problem statement).
 
     python bench/warmup_probe.py checks=200,400 [aug=2] [decay=0.5] [split=dev] [gen=32] [samples=F] [-o OUT] [TINY=V]
 
@@ -26,14 +26,14 @@ from pathlib import Path
 
 import torch
 
-from swe_srl.core.actions import THINK_OPEN
+from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
 from swe_srl.eval.baselines import baseline_actions, baseline_outputs
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.augment import TEST_NAME
 from swe_srl.train.config import TinyOptions, TrainConfig
 from swe_srl.train.data import read_samples, split_rows
 from swe_srl.train.fitting import fit_rows
-from swe_srl.train.heldout import greedy_outputs, layer_means, scores
+from swe_srl.train.heldout import greedy_outputs, layer_means, prompt_text, scores
 from swe_srl.train.induction import RepeatedSpans
 from swe_srl.train.samples import default_sample_set
 from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, sample_texts
@@ -54,8 +54,8 @@ def forced_copy(model, tokenizer, held: list[dict]) -> float:
             continue
         action = row["expert_action"]
         cut = action.index(names[0]) + len("test_")
-        text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
-        ids = tokenizer(f"{text}</think>\n{action[:cut]}", add_special_tokens=False, return_tensors="pt")
+        text = f"{prompt_text(tokenizer, row['prompt'])}{THINK_CLOSE}\n{action[:cut]}"
+        ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")
         with torch.no_grad():
             out = model.generate(ids["input_ids"], max_new_tokens=16, do_sample=False)
         rest = tokenizer.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)

@@ -23,6 +23,7 @@ from swe_srl.benchmark.instances import Instance, load_instances
 from swe_srl.benchmark.verdicts import verdict
 from swe_srl.errors import SweSrlError, TaskError
 from swe_srl.grading.runner import run_tests
+from swe_srl.infra.image_build import file_lock
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.paths import cache_dir
@@ -243,18 +244,27 @@ def _code_version() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def default_trajectories(*, split: str = "train", seed: int = 0) -> Path:
-    """Scripted trajectories for the bundled suite's ``split`` as native JSONL, generated once and cached."""
-
-    instances = load_instances(f"bundled:{split}")
-    suite = json.dumps([i.to_record() for i in instances], sort_keys=True, default=str)
+def cache_path(*, split: str = "train", seed: int = 0) -> Path:
+    """Where :func:`default_trajectories` caches the scripted trajectories of ``split`` and ``seed``."""
+    suite = json.dumps(
+        [i.to_record() for i in load_instances(f"bundled:{split}")], sort_keys=True, default=str
+    )
     key = hashlib.sha256(f"{suite}|{seed}|{_code_version()}".encode()).hexdigest()[:16]
-    path = cache_dir("trajectories") / f"scripted-{split}-{key}.jsonl"
-    if not path.exists():
-        trajectories = scripted_trajectories(instances, seed=seed)
-        if not trajectories:
-            raise SweSrlError(
-                f"the scripted expert resolved none of the {len(instances)} bundled {split} tasks"
-            )
-        write_jsonl(path, trajectories)
+    return cache_dir("trajectories") / f"scripted-{split}-{key}.jsonl"
+
+
+def default_trajectories(*, split: str = "train", seed: int = 0) -> Path:
+    """Scripted trajectories for the bundled suite's ``split`` as native JSONL, generated once and cached. Concurrent
+    callers share one generation (two would differ in their observations' timings, so in their samples)."""
+
+    path = cache_path(split=split, seed=seed)
+    with file_lock(path.name):
+        if not path.exists():
+            instances = load_instances(f"bundled:{split}")
+            trajectories = scripted_trajectories(instances, seed=seed)
+            if not trajectories:
+                raise SweSrlError(
+                    f"the scripted expert resolved none of the {len(instances)} bundled {split} tasks"
+                )
+            write_jsonl(path, trajectories)
     return path

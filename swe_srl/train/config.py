@@ -178,8 +178,8 @@ class TrainConfig(_Strict):
     )
     reward: Literal["srl", "layered", "mixed"] = Field(
         "layered",
-        description="Paper similarity, layered reward, or their mean (mixed; the tiny model's default: "
-        "presets.TINY_REWARD).",
+        description="Paper similarity, layered reward, or their mean (mixed). Without --model the default is "
+        "presets.TINY_REWARD (mixed); real models default to layered.",
     )
     effect: EffectMode = Field("off", description="Effect layer of the layered reward.")
     fuzzy: bool = Field(False, description="Fuzzy normalization in the semantic layer.")

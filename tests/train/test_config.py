@@ -177,10 +177,11 @@ def test_grpo_config_checks_become_config_errors(tmp_path: Path):
         grpo_args(cfg, tiny=True)
 
 
-def test_reward_default_is_srl_for_the_tiny_model_only():
-    """The tiny model's default reward is the paper's (chosen on dev); real models and effect layers get layered;
-    an explicit --reward always wins."""
-    assert load_config(None, []).reward == "srl"
+def test_reward_default_is_mixed_for_the_tiny_model_only():
+    """The tiny model's default reward is the paper's and the layered reward's mean (chosen on dev); real models and
+    effect layers get layered; an explicit --reward always wins."""
+    assert load_config(None, []).reward == "mixed"
+    assert load_config(None, [], reward="srl").reward == "srl"
     assert load_config(None, [], model="Qwen/Qwen2.5-Coder-7B-Instruct").reward == "layered"
     assert load_config(None, [], effect="cached").reward == "layered"
     assert load_config(None, [], reward="layered").reward == "layered"

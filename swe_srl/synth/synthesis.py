@@ -140,8 +140,18 @@ class SandboxRunner:
         return tests, log
 
 
+def node_ids(statuses: dict[str, str]) -> dict[str, str]:
+    """The statuses of the tests' own node ids, less the aliases the grader adds for SWE-bench's lists, which cut an
+    id at its first space (``test_x[a b]`` also answers as ``test_x[a``): a cut id ends inside its brackets, so it is
+    never another test's node id."""
+    cut = {t.split(" ")[0] for t in statuses if " " in t}
+    return {t: s for t, s in statuses.items() if t not in cut}
+
+
 def check_mutation(clean: dict[str, str], mutated: dict[str, str]) -> tuple[list[str], list[str]] | None:
-    """(FAIL_TO_PASS, PASS_TO_PASS) when the mutation breaks some clean-passing tests and no other; else None."""
+    """(FAIL_TO_PASS, PASS_TO_PASS) when the mutation breaks some clean-passing tests and no other; else None. Node
+    ids only (:func:`node_ids`): the recipes record those, and a space-cut alias would count one test twice."""
+    clean, mutated = node_ids(clean), node_ids(mutated)
     passing = sorted(t for t, s in clean.items() if s in OK)
     broken = [t for t in passing if mutated.get(t) not in OK]
     if not broken or len(broken) == len(passing):

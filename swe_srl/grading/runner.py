@@ -138,11 +138,17 @@ def _read_log(sandbox: Sandbox, log: str, plugin_dir: str) -> str:
 
 
 def run_tests_logged(
-    sandbox: Sandbox, instance: Instance, timeout: float = 1800, setup: PytestSetup | None = None
+    sandbox: Sandbox,
+    instance: Instance,
+    timeout: float = 1800,
+    setup: PytestSetup | None = None,
+    aliases: bool = True,
 ) -> tuple[dict[str, str], str, bool]:
     """Apply test_patch (unless applied), run the test command; returns (statuses, log, timed_out).
 
     ``setup``: how to start pytest (probed now when not given; ``grade`` probes before applying the patch).
+    ``aliases``: also answer for the ids SWE-bench's lists use (cut at the first space, its parser's); off, a
+    pytest run's statuses are keyed by node id only (task synthesis records those).
     """
     if instance.test_patch.strip():
         check = sandbox.run(
@@ -177,10 +183,11 @@ def run_tests_logged(
     if not tests:
         notes.append("[swe-srl: no test records (pytest did not reach session end)]")
     log_text = "\n".join(filter(None, ["\n".join(notes[:50]), _read_log(sandbox, log, plugin_dir)]))
-    for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
-        tests.setdefault(nodeid.split(" ")[0], status)
-    for key, status in official_aliases(instance.repo, tests).items():  # the ids SWE-bench's parser gives
-        tests.setdefault(key, status)
+    if aliases:
+        for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
+            tests.setdefault(nodeid.split(" ")[0], status)
+        for key, status in official_aliases(instance.repo, tests).items():  # the ids SWE-bench's parser gives
+            tests.setdefault(key, status)
     tests.update(stray_statuses(instance, tests, log_text))
     return tests, log_text, result.timed_out
 

@@ -134,24 +134,15 @@ class SandboxRunner:
             if result.exit_code != 0:
                 raise TaskError(f"mutation patch does not apply: {result.output[-300:]}")
         try:
-            tests, log, _ = run_tests_logged(self.sandbox, self.instance, timeout=300)  # type: ignore[arg-type]
+            # node ids only: with the grader's space-cut aliases a test `t[a b]` would count twice (as `t[a` too)
+            tests, log, _ = run_tests_logged(self.sandbox, self.instance, timeout=300, aliases=False)  # type: ignore[arg-type]
         finally:
             self.sandbox.run("cd /testbed && git checkout -q -- . && git clean -fdq")  # type: ignore[attr-defined]
         return tests, log
 
 
-def node_ids(statuses: dict[str, str]) -> dict[str, str]:
-    """The statuses of the tests' own node ids, less the aliases the grader adds for SWE-bench's lists, which cut an
-    id at its first space (``test_x[a b]`` also answers as ``test_x[a``): a cut id ends inside its brackets, so it is
-    never another test's node id."""
-    cut = {t.split(" ")[0] for t in statuses if " " in t}
-    return {t: s for t, s in statuses.items() if t not in cut}
-
-
 def check_mutation(clean: dict[str, str], mutated: dict[str, str]) -> tuple[list[str], list[str]] | None:
-    """(FAIL_TO_PASS, PASS_TO_PASS) when the mutation breaks some clean-passing tests and no other; else None. Node
-    ids only (:func:`node_ids`): the recipes record those, and a space-cut alias would count one test twice."""
-    clean, mutated = node_ids(clean), node_ids(mutated)
+    """(FAIL_TO_PASS, PASS_TO_PASS) when the mutation breaks some clean-passing tests and no other; else None."""
     passing = sorted(t for t, s in clean.items() if s in OK)
     broken = [t for t in passing if mutated.get(t) not in OK]
     if not broken or len(broken) == len(passing):

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from swe_srl import paths
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist, git_snapshot
 from swe_srl.errors import TaskError
 from swe_srl.grading.runner import grade
 from swe_srl.infra.sandbox.factory import open_sandbox
-from swe_srl.synth.synthesis import Library, SandboxRunner, candidate_recipes, synthesize
+from swe_srl.synth.bundled import BUNDLED_RECIPES, _library, _validate_library
+from swe_srl.synth.synthesis import Library, SandboxRunner, TaskRecipe, candidate_recipes, synthesize
 
 pytestmark = pytest.mark.docker
 LIB = Library("parse", "1.20.2", "r1chardj0n3s/parse", ("tests",))
@@ -38,3 +41,22 @@ def test_synthesize_parse(docker_engine, tmp_path: Path) -> None:
     )
     assert fixed not in inst.problem_statement and "@@" not in inst.problem_statement  # no fix location/code
     assert grade(inst, inst.patch).status == "resolved"
+
+
+def test_validation_keeps_a_task_whose_test_ids_hold_spaces(docker_engine, tmp_path: Path) -> None:
+    """``inflection__inflection-m001`` breaks ``test_humanize[employee_salary-Employee salary]`` and two more. The
+    grader also answers for SWE-bench's space-cut ids (``…-Employee``); synthesis counted those as tests, found six
+    broken instead of the recipe's three and dropped the task at every ``swe-srl tasks build``."""
+    suite = json.loads((paths.resource_dir("tasks") / BUNDLED_RECIPES).read_text(encoding="utf-8"))
+    entry = next(e for e in suite["libraries"] if e["library"]["name"] == "inflection")
+    task = next(t for t in entry["tasks"] if t["id"] == "inflection__inflection-m001")
+    recipe = TaskRecipe(**{**task, "FAIL_TO_PASS": tuple(task["FAIL_TO_PASS"])})
+    assert any(" " in t for t in recipe.FAIL_TO_PASS)
+    lib = _library(entry["library"])
+    try:
+        tree = extract_sdist(fetch_sdist(lib.name, lib.version, lib.sha256 or None), tmp_path / "src")
+    except TaskError as exc:
+        pytest.skip(f"PyPI unreachable: {exc}")
+    kept = _validate_library(lib, tree, [recipe])
+    assert list(kept) == [recipe.id]
+    assert set(kept[recipe.id][1]) <= set(entry["clean_passing"])  # node ids, no space-cut alias among them

@@ -99,21 +99,6 @@ def test_check_mutation(mutated: dict, expected) -> None:
     assert check_mutation(clean, mutated) == expected
 
 
-def test_check_mutation_ignores_the_graders_space_cut_aliases() -> None:
-    """The container grader answers ``t[a b]`` also as ``t[a`` (SWE-bench's lists cut ids at a space); counted as
-    tests, the aliases made ``inflection__inflection-m001``'s FAIL_TO_PASS six ids instead of its recipe's three, and
-    validation dropped the task at every build."""
-    with_aliases = {
-        "t[x-A b]": "PASSED",
-        "t[x-A": "PASSED",
-        "u": "PASSED",
-        "v[c d]": "PASSED",
-        "v[c": "PASSED",
-    }
-    broken = {**with_aliases, "t[x-A b]": "FAILED", "t[x-A": "FAILED"}
-    assert check_mutation(with_aliases, broken) == (["t[x-A b]"], ["u", "v[c d]"])
-
-
 def test_candidates_deterministic_and_spread(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(SOURCE)
     lib = Library("demo", "1.0", "o/demo", ("t.py",))

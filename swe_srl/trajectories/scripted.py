@@ -12,7 +12,7 @@ import json
 import random
 import re
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -244,11 +244,9 @@ def _code_version() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def cache_path(*, split: str = "train", seed: int = 0) -> Path:
-    """Where :func:`default_trajectories` caches the scripted trajectories of ``split`` and ``seed``."""
-    suite = json.dumps(
-        [i.to_record() for i in load_instances(f"bundled:{split}")], sort_keys=True, default=str
-    )
+def cache_path(instances: Sequence[Instance], *, split: str, seed: int = 0) -> Path:
+    """Where :func:`default_trajectories` caches the scripted trajectories of ``split``'s ``instances`` and ``seed``."""
+    suite = json.dumps([i.to_record() for i in instances], sort_keys=True, default=str)
     key = hashlib.sha256(f"{suite}|{seed}|{_code_version()}".encode()).hexdigest()[:16]
     return cache_dir("trajectories") / f"scripted-{split}-{key}.jsonl"
 
@@ -257,10 +255,10 @@ def default_trajectories(*, split: str = "train", seed: int = 0) -> Path:
     """Scripted trajectories for the bundled suite's ``split`` as native JSONL, generated once and cached. Concurrent
     callers share one generation (two would differ in their observations' timings, so in their samples)."""
 
-    path = cache_path(split=split, seed=seed)
+    instances = load_instances(f"bundled:{split}")
+    path = cache_path(instances, split=split, seed=seed)
     with file_lock(path.name):
         if not path.exists():
-            instances = load_instances(f"bundled:{split}")
             trajectories = scripted_trajectories(instances, seed=seed)
             if not trajectories:
                 raise SweSrlError(

@@ -77,10 +77,11 @@ def test_concurrent_runs_share_one_generation(docker_engine) -> None:
     """Two runs starting together used to generate the scripted trajectories twice; the observations' timings differ
     between generations, so the two runs trained on different samples. A second caller now waits for the first's
     generation and reuses its file."""
+    from swe_srl.benchmark.instances import load_instances
     from swe_srl.infra.image_build import file_lock
     from swe_srl.trajectories.scripted import cache_path
 
-    path = cache_path(split="dev", seed=97)
+    path = cache_path(load_instances("bundled:dev"), split="dev", seed=97)
     path.unlink(missing_ok=True)
     code = (
         "from swe_srl.trajectories.scripted import default_trajectories as d; print(d(split='dev', seed=97))"

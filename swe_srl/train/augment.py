@@ -1,4 +1,7 @@
-"""Renamed copies of training samples, so that a small policy learns to copy test names from the problem statement.
+"""Renamed training samples, so that a small policy cannot score with names it recalls from the training libraries.
+
+Two forms: renamed copies of the warm-up samples (:func:`renamed_copies`, test names only) and swapped library
+names on SRL's training samples (:func:`swapped_libraries`, every name one train library's expert actions write).
 
 The bundled train split has few distinct failing tests (one per task; every expert seed of a task names the same
 one), so a small model can recall "the test of this problem" instead of reading it from the issue text. A renamed
@@ -7,12 +10,22 @@ of words from the training texts' own test names (``test_merge_sorted``), everyw
 problem statement, the oracle windows, the earlier actions and their observations, and the expert's target action.
 The copy is the same trajectory with a renamed test, so the expert's next action is still right for it, and the new
 name can only be known by reading it from the prompt.
+
+A swapped sample goes further: every name its library's expert actions write and no other train library's do
+(paths, modules, symbols, tests: ``toolz``, ``itertoolz``, ``test_get``) becomes a name of another train library
+(``parse``, ``_handle_field``, ``test_bugs``), one to one, in the problem, the oracle windows, the history and the
+target. GRPO on such prompts stops paying for the names a small model memorised on the train libraries, which are
+wrong on a held-out library; what still pays there is what carries over: the kind of command, its flags, a name
+read from the prompt.
 """
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import random
 import re
+from collections import defaultdict
 from collections.abc import Sequence
 
 TEST_NAME = re.compile(r"(?<![\w.])test_\w+")
@@ -79,3 +92,70 @@ def renamed_copies(rows: Sequence[dict], copies: int, seed: int = 0) -> list[dic
             if copy is not None:
                 extra.append(copy)
     return [*rows, *extra]
+
+
+_NAME = re.compile(r"(?<![\w])[A-Za-z_][A-Za-z0-9_]{2,}(?![\w])")
+GENERIC = frozenset(keyword.kwlist) | frozenset(dir(builtins))
+"""Python's own words: never renamed, whatever repository uses them."""
+
+
+def repository(row: dict) -> str:
+    """The repository part of a row's instance id (``parse__parse-m009`` → ``parse__parse``)."""
+    return str(row["instance_id"]).rsplit("-", 1)[0]
+
+
+def library_names(rows: Sequence[dict]) -> dict[str, set[str]]:
+    """Per repository, the names (3+ characters, no Python keyword or builtin) its rows' expert actions write and no
+    other repository's do: its paths, modules, symbols and tests. Empty with fewer than two repositories (nothing
+    tells a library's names from the shell's)."""
+    users: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        for name in _NAME.findall(str(row["expert_action"])):
+            if name not in GENERIC:
+                users[name].add(repository(row))
+    if len({repository(row) for row in rows}) < 2:
+        return {}
+    own: dict[str, set[str]] = defaultdict(set)
+    for name, repos in users.items():
+        if len(repos) == 1:
+            own[next(iter(repos))].add(name)
+    return dict(own)
+
+
+def _is_test(name: str) -> bool:
+    return name.lower().startswith("test")
+
+
+def swap_library_names(row: dict, rng: random.Random, own: dict[str, set[str]]) -> dict:
+    """A copy of ``row`` whose own repository's names are replaced everywhere but in the system prompt by names of
+    the other repositories (one-to-one, a test's for a test's, none the sample already holds); ``renamed`` maps old to
+    new."""
+    repo = repository(row)
+    texts = [str(m["content"]) for m in row["prompt"] if m["role"] != "system"] + [str(row["expert_action"])]
+    present = {w for text in texts for w in _NAME.findall(text)}
+    pool = sorted({n for other, names in own.items() if other != repo for n in names} - present)
+    rng.shuffle(pool)
+    mapping: dict[str, str] = {}
+    for is_test in (True, False):  # a test's name for a test's, any other for any other
+        olds = [n for n in sorted(present & own.get(repo, set())) if _is_test(n) == is_test]
+        mapping.update(zip(olds, [n for n in pool if _is_test(n) == is_test], strict=False))
+    if not mapping:
+        return dict(row)
+    pattern = re.compile(r"(?<![\w])(" + "|".join(map(re.escape, mapping)) + r")(?![\w])")
+
+    def swap(text: str) -> str:
+        return pattern.sub(lambda m: mapping[m.group(1)], text)
+
+    prompt = [
+        m if m["role"] == "system" else {**m, "content": swap(str(m["content"]))} for m in row["prompt"]
+    ]
+    return {**row, "prompt": prompt, "expert_action": swap(str(row["expert_action"])), "renamed": mapping}
+
+
+def swapped_libraries(rows: Sequence[dict], fraction: float, seed: int = 0) -> list[dict]:
+    """``rows`` with a share ``fraction`` of them (drawn with ``seed``) replaced by :func:`swap_library_names` copies:
+    on those, a name recalled from the training libraries is wrong and only one read from the prompt is right."""
+    if fraction <= 0:
+        return list(rows)
+    rng, own = random.Random(seed), library_names(rows)
+    return [swap_library_names(row, rng, own) if rng.random() < fraction else dict(row) for row in rows]

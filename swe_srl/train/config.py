@@ -122,6 +122,13 @@ class TinyOptions(_Strict):
         description="Warm-up data: this many copies of every train sample whose problem names a failing test, "
         "with those test names renamed everywhere in the sample (swe_srl.train.augment); 0 = none.",
     )
+    warmup_swap: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of the warm-up samples whose own library's names are swapped for other train "
+        "libraries' (as swap_library_names does for SRL: swe_srl.train.augment); 0 = none.",
+    )
     induction_steps: int = Field(
         0,
         ge=0,
@@ -175,6 +182,15 @@ class TrainConfig(_Strict):
         ge=1,
         description="Bundled suite only: scripted-expert runs per train task (seeds 0..N-1; each picks other "
         "commands for the same problem). Dev and test keep one.",
+    )
+    swap_library_names: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of the SRL training samples whose own library's names (paths, modules, symbols, tests "
+        "its expert actions write and no other train library's do) are swapped for other train libraries' names "
+        "everywhere but the system prompt (swe_srl.train.augment), so that a recalled name is wrong and only one "
+        "read from the prompt is right; the warm-up and the baselines keep the samples as they are. 0 = none.",
     )
     reward: Literal["srl", "layered", "mixed"] = Field(
         "layered",

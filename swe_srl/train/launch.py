@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.paths import atomic_write_text
+from swe_srl.train.augment import swapped_libraries
 from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig
 from swe_srl.train.run import (
@@ -37,7 +38,10 @@ def run_sft(config: TrainConfig, *, console=None, command: str | None = None) ->
     policy = SftPolicy(config, train_rows)
     fitted_test = policy.fit(test_rows)
     initial = policy.greedy(fitted_test)
-    losses = train_sft(policy, train_rows, out, config.seed)
+    rows = swapped_libraries(
+        train_rows, config.swap_library_names, seed=config.seed
+    )  # the rows SRL trains on
+    losses = train_sft(policy, rows, out, config.seed)
     save_policy(policy, out / "final")
     counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}
     summary = sft_summary(policy, losses, {**counts, "test_samples": len(test_rows)}, out)

@@ -15,6 +15,7 @@ from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
 from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.train.augment import swapped_libraries
 from swe_srl.train.callbacks import (
     HeldOutEvalCallback,
     MetricsCallback,
@@ -101,6 +102,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     from transformers import AutoTokenizer, PrinterCallback
 
     model_path, tiny = prepare_policy(config, train_rows)
+    train_rows = swapped_libraries(train_rows, config.swap_library_names, seed=config.seed)
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)

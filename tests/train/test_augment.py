@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import random
 
-from swe_srl.train.augment import TEST_NAME, name_words, rename_tests, renamed_copies
+from swe_srl.train.augment import (
+    TEST_NAME,
+    library_names,
+    name_words,
+    rename_tests,
+    renamed_copies,
+    swap_library_names,
+    swapped_libraries,
+)
 
 SYSTEM = {"role": "system", "content": "Run test_suite_style commands; test_get is a word here."}
 
@@ -122,3 +130,50 @@ def test_format_warmup_reports_each_step_and_takes_a_rate_factor():
     before = [p.detach().clone() for p in model.parameters()]
     tiny.format_warmup(model, tokenizer, rows, options, lr_factor=lambda step: 0.0)
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def _parse_row() -> dict:
+    problem = "<problem_statement>\nparse() drops the width of {:>5d}\n</problem_statement>\n\n" + (
+        '<file path="parse.py">\n 10| def _handle_field(self, field):\n</file>'
+    )
+    return {
+        "prompt": [SYSTEM, {"role": "user", "content": problem}],
+        "expert_action": 'grep -rn "def _handle_field" --include="*.py" .',
+        "instance_id": "parse__parse-m003",
+        "step": 0,
+    }
+
+
+def _rows() -> list[dict]:
+    grep = {**_row(), "expert_action": 'grep -rn "def get" toolz --include="*.py"'}
+    return [_row(), grep, _parse_row()]
+
+
+def test_library_names_are_those_only_one_repository_writes():
+    rows = _rows()
+    own = library_names(rows)
+    assert {"toolz", "tests", "test_itertoolz", "test_get"} <= own["toolz__toolz"]
+    assert "_handle_field" in own["parse__parse"]
+    # shared shell words are no library's, nor are Python's own (def): len < 3 words (py) never count
+    shared = own["toolz__toolz"] & own["parse__parse"]
+    assert not shared and "python" in own["toolz__toolz"]  # only toolz's action runs python here
+    assert "def" not in own["parse__parse"] and "grep" not in own["parse__parse"]
+    assert library_names([_row()]) == {}  # one library: nothing tells its names from the shell's
+
+
+def test_swapped_names_come_from_the_other_library_one_to_one():
+    rows = _rows()
+    own = library_names(rows)
+    assert own["parse__parse"] == {"_handle_field"}  # grep and include are both libraries'
+    copy = swap_library_names(rows[2], random.Random(0), own)
+    new = copy["renamed"]["_handle_field"]
+    assert new in own["toolz__toolz"] and new not in own["parse__parse"]
+    assert copy["expert_action"] == f'grep -rn "def {new}" --include="*.py" .'
+    assert f"def {new}(self, field)" in copy["prompt"][1]["content"]
+    assert copy["prompt"][0] == SYSTEM and rows[2]["expert_action"].endswith(
+        '"def _handle_field" --include="*.py" .'
+    )
+    assert len(set(copy["renamed"].values())) == len(copy["renamed"])
+    # the share: none, all, and the rows themselves otherwise untouched
+    assert swapped_libraries(rows, 0.0) == rows
+    assert all("renamed" in r for r in swapped_libraries(rows, 1.0, seed=3))

@@ -166,3 +166,22 @@ def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, t
         json.loads(x) for x in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines() if "reward" in x
     )
     assert 1e-6 <= first["learning_rate"] <= 5e-6
+    # swap_library_names: GRPO trains on the samples with each library's own names swapped for another's
+    rows = [r for r in read_samples(samples_file) if r.get("split") != "test"]
+    swap = load_config(
+        None,
+        [*small, "swap_library_names=1.0"],
+        model=str(model),
+        samples=str(samples_file),
+        output=str(tmp_path / "d"),
+    )
+    trainer, _ = build_trainer(swap, rows, [], StandInReward())
+    swapped = [trainer.train_dataset[k]["expert_action"] for k in range(len(rows))]
+    assert sum(a != r["expert_action"] for a, r in zip(swapped, rows, strict=True)) >= len(rows) // 2
+    for row, action in zip(rows, swapped, strict=True):
+        own = row["instance_id"].split("__")[1].split("-")[0]  # demo__pkg3-3: pkg3
+        if own in row["expert_action"]:
+            assert own not in action  # another library's name in its place
+        assert (
+            action.split()[0] == row["expert_action"].split()[0]
+        )  # grep, cat, sed, python, ls: every library's

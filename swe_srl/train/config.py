@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from swe_srl.benchmark.instances import HELD_OUT
 from swe_srl.errors import ConfigError
 from swe_srl.rewards.effect import EffectMode
-from swe_srl.train.presets import REAL_TRL_DEFAULTS, TINY_REWARD, TINY_TRL_DEFAULTS, deep_merge, preset_config
+from swe_srl.train.presets import (
+    REAL_TRL_DEFAULTS,
+    TINY_REWARD,
+    TINY_SWAP,
+    TINY_TRL_DEFAULTS,
+    deep_merge,
+    preset_config,
+)
 from swe_srl.train.trl_options import check_trl_options, check_trl_version
 
 __all__ = ["REAL_TRL_DEFAULTS", "TINY_TRL_DEFAULTS", "TrainConfig", "load_config"]
@@ -190,7 +197,8 @@ class TrainConfig(_Strict):
         description="Share of the SRL training samples whose own library's names (paths, modules, symbols, tests "
         "its expert actions write and no other train library's do) are swapped for other train libraries' names "
         "everywhere but the system prompt (swe_srl.train.augment), so that a recalled name is wrong and only one "
-        "read from the prompt is right; the warm-up and the baselines keep the samples as they are. 0 = none.",
+        "read from the prompt is right; the warm-up and the baselines keep the samples as they are. 0 = none; "
+        "without --model the default is presets.TINY_SWAP (1.0).",
     )
     reward: Literal["srl", "layered", "mixed"] = Field(
         "layered",
@@ -317,6 +325,8 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     data = deep_merge(preset_config(preset if isinstance(preset, str) else None), data)
     if "reward" not in data and not data.get("model") and data.get("effect", "off") == "off":
         data["reward"] = TINY_REWARD  # the tiny model's default; asking for an effect layer means layered
+    if "swap_library_names" not in data and not data.get("model"):
+        data["swap_library_names"] = TINY_SWAP  # the tiny model's default (presets.TINY_SWAP)
     try:
         config = TrainConfig.model_validate(data)
     except ValidationError as exc:

@@ -189,6 +189,18 @@ def test_reward_default_is_mixed_for_the_tiny_model_only():
     assert load_config(None, [], preset="paper-gpu").reward == "layered"
 
 
+def test_library_names_are_swapped_for_the_tiny_model_only():
+    """The tiny default trains GRPO on swapped library names (presets.TINY_SWAP, chosen on dev); real models do not
+    unless asked; an explicit value always wins; a share outside [0, 1] is refused naming the key."""
+    assert load_config(None, []).swap_library_names == 1.0
+    assert load_config(None, ["swap_library_names=0"]).swap_library_names == 0.0
+    assert load_config(None, [], model="Qwen/Qwen2.5-Coder-7B-Instruct").swap_library_names == 0.0
+    assert load_config(None, [], preset="paper-gpu").swap_library_names == 0.0
+    assert load_config(None, ["swap_library_names=0.5"], model="m").swap_library_names == 0.5
+    with pytest.raises(ConfigError, match="swap_library_names"):
+        load_config(None, ["swap_library_names=2"])
+
+
 def test_exponent_floats_without_a_dot_are_floats_at_any_depth(tmp_path: Path):
     """PyYAML (YAML 1.1) reads ``5e-4`` as a string; inside a dict that reached TRL's scheduler and failed there,
     after the warm-up. Both ``--set`` and the YAML file read YAML 1.2 floats."""

@@ -8,8 +8,9 @@ thought; targets cut at ``tiny.warmup_target_tokens``; the rate ramps up over ``
 lighter next-token loss on the prompt's own tokens (``tiny.warmup_prompt_weight``), the stand-in for pretraining
 that teaches it to read the prompt, and the expert's earlier actions in the prompt at ``tiny.warmup_history_weight``
 (multi-turn SFT: every turn of the history is a target too), optionally on renamed copies of the samples
-(``tiny.warmup_renamed_copies``: :mod:`swe_srl.train.augment`) and after and between induction steps (repeated
-spans: ``tiny.induction_steps``, ``tiny.induction_every``, :mod:`swe_srl.train.induction`). Without a warm-up
+(``tiny.warmup_renamed_copies``) or with library names swapped (``tiny.warmup_swap``; both
+:mod:`swe_srl.train.augment`) and after and between induction steps (repeated spans: ``tiny.induction_steps``,
+``tiny.induction_every``, :mod:`swe_srl.train.induction`). Without a warm-up
 (``tiny.warmup_steps=0``) SRL from random init still raises the sampled reward, but greedy decoding stays degenerate
 (it repeats ``</think>``), so the held-out greedy evaluation would sit at −1.
 """

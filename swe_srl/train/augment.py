@@ -100,8 +100,8 @@ GENERIC = frozenset(keyword.kwlist) | frozenset(dir(builtins))
 
 
 def repository(row: dict) -> str:
-    """The repository part of a row's instance id (``parse__parse-m009`` → ``parse__parse``)."""
-    return str(row["instance_id"]).rsplit("-", 1)[0]
+    """The repository part of a row's instance id (``parse__parse-m009`` → ``parse__parse``; "" without one)."""
+    return str(row.get("instance_id") or "").rsplit("-", 1)[0]
 
 
 def library_names(rows: Sequence[dict]) -> dict[str, set[str]]:

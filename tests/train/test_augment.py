@@ -159,6 +159,8 @@ def test_library_names_are_those_only_one_repository_writes():
     assert not shared and "python" in own["toolz__toolz"]  # only toolz's action runs python here
     assert "def" not in own["parse__parse"] and "grep" not in own["parse__parse"]
     assert library_names([_row()]) == {}  # one library: nothing tells its names from the shell's
+    no_ids = [{k: v for k, v in row.items() if k != "instance_id"} for row in rows]
+    assert library_names(no_ids) == {} and swapped_libraries(no_ids, 1.0) == no_ids  # samples without ids
 
 
 def test_swapped_names_come_from_the_other_library_one_to_one():

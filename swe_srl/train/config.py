@@ -197,8 +197,9 @@ class TrainConfig(_Strict):
         description="Share of the SRL training samples whose own library's names (paths, modules, symbols, tests "
         "its expert actions write and no other train library's do) are swapped for other train libraries' names "
         "everywhere but the system prompt (swe_srl.train.augment), so that a recalled name is wrong and only one "
-        "read from the prompt is right; the warm-up and the baselines keep the samples as they are. 0 = none; "
-        "without --model the default is presets.TINY_SWAP (1.0).",
+        "read from the prompt is right; the warm-up and the baselines keep the samples as they are (--method sft "
+        "trains on the swapped rows only when this is set). 0 = none; without --model, SRL's default is "
+        "presets.TINY_SWAP (1.0).",
     )
     reward: Literal["srl", "layered", "mixed"] = Field(
         "layered",
@@ -325,8 +326,10 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     data = deep_merge(preset_config(preset if isinstance(preset, str) else None), data)
     if "reward" not in data and not data.get("model") and data.get("effect", "off") == "off":
         data["reward"] = TINY_REWARD  # the tiny model's default; asking for an effect layer means layered
-    if "swap_library_names" not in data and not data.get("model"):
-        data["swap_library_names"] = TINY_SWAP  # the tiny model's default (presets.TINY_SWAP)
+    if "swap_library_names" not in data and not data.get("model") and data.get("method", "srl") == "srl":
+        data["swap_library_names"] = (
+            TINY_SWAP  # the tiny model's SRL default; the SFT baseline imitates plain samples
+        )
     try:
         config = TrainConfig.model_validate(data)
     except ValidationError as exc:

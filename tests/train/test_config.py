@@ -190,13 +190,15 @@ def test_reward_default_is_mixed_for_the_tiny_model_only():
 
 
 def test_library_names_are_swapped_for_the_tiny_model_only():
-    """The tiny default trains GRPO on swapped library names (presets.TINY_SWAP, chosen on dev); real models do not
-    unless asked; an explicit value always wins; a share outside [0, 1] is refused naming the key."""
+    """The tiny default trains GRPO on swapped library names (presets.TINY_SWAP, chosen on dev); real models and the
+    SFT baseline do not unless asked; an explicit value always wins; a share outside [0, 1] is refused by name."""
     assert load_config(None, []).swap_library_names == 1.0
     assert load_config(None, ["swap_library_names=0"]).swap_library_names == 0.0
     assert load_config(None, [], model="Qwen/Qwen2.5-Coder-7B-Instruct").swap_library_names == 0.0
     assert load_config(None, [], preset="paper-gpu").swap_library_names == 0.0
     assert load_config(None, ["swap_library_names=0.5"], model="m").swap_library_names == 0.5
+    assert load_config(None, [], method="sft").swap_library_names == 0.0  # the SFT baseline: plain samples
+    assert load_config(None, ["swap_library_names=1"], method="sft").swap_library_names == 1.0
     with pytest.raises(ConfigError, match="swap_library_names"):
         load_config(None, ["swap_library_names=2"])
 

@@ -68,7 +68,14 @@ def rename_tests(row: dict, rng: random.Random, words: Sequence[str]) -> dict | 
     for old in olds:
         mapping[old] = _new_name(rng, words, taken)
         taken.add(mapping[old])
-    pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, olds)) + r")(?!\w)")
+    return _renamed(row, mapping, after_dot=False)
+
+
+def _renamed(row: dict, mapping: dict[str, str], *, after_dot: bool) -> dict:
+    """A copy of ``row`` with every whole word in ``mapping`` replaced everywhere but in the system prompt (also
+    after a ``.`` when ``after_dot``: ``parse.py``); ``renamed`` holds ``mapping``."""
+    left = r"(?<!\w)" if after_dot else r"(?<![\w.])"
+    pattern = re.compile(left + "(" + "|".join(map(re.escape, mapping)) + r")(?!\w)")
 
     def swap(text: str) -> str:
         return pattern.sub(lambda m: mapping[m.group(1)], text)
@@ -139,17 +146,7 @@ def swap_library_names(row: dict, rng: random.Random, own: dict[str, set[str]]) 
     for is_test in (True, False):  # a test's name for a test's, any other for any other
         olds = [n for n in sorted(present & own.get(repo, set())) if _is_test(n) == is_test]
         mapping.update(zip(olds, [n for n in pool if _is_test(n) == is_test], strict=False))
-    if not mapping:
-        return dict(row)
-    pattern = re.compile(r"(?<![\w])(" + "|".join(map(re.escape, mapping)) + r")(?![\w])")
-
-    def swap(text: str) -> str:
-        return pattern.sub(lambda m: mapping[m.group(1)], text)
-
-    prompt = [
-        m if m["role"] == "system" else {**m, "content": swap(str(m["content"]))} for m in row["prompt"]
-    ]
-    return {**row, "prompt": prompt, "expert_action": swap(str(row["expert_action"])), "renamed": mapping}
+    return _renamed(row, mapping, after_dot=True) if mapping else dict(row)
 
 
 def swapped_libraries(rows: Sequence[dict], fraction: float, seed: int = 0) -> list[dict]:

@@ -327,9 +327,8 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     if "reward" not in data and not data.get("model") and data.get("effect", "off") == "off":
         data["reward"] = TINY_REWARD  # the tiny model's default; asking for an effect layer means layered
     if "swap_library_names" not in data and not data.get("model") and data.get("method", "srl") == "srl":
-        data["swap_library_names"] = (
-            TINY_SWAP  # the tiny model's SRL default; the SFT baseline imitates plain samples
-        )
+        # the tiny model's SRL default; the SFT baseline imitates plain samples
+        data["swap_library_names"] = TINY_SWAP
     try:
         config = TrainConfig.model_validate(data)
     except ValidationError as exc:

@@ -38,9 +38,8 @@ def run_sft(config: TrainConfig, *, console=None, command: str | None = None) ->
     policy = SftPolicy(config, train_rows)
     fitted_test = policy.fit(test_rows)
     initial = policy.greedy(fitted_test)
-    rows = swapped_libraries(
-        train_rows, config.swap_library_names, seed=config.seed
-    )  # the rows SRL trains on
+    # the rows SRL trains on (plain unless swap_library_names is set for this run)
+    rows = swapped_libraries(train_rows, config.swap_library_names, seed=config.seed)
     losses = train_sft(policy, rows, out, config.seed)
     save_policy(policy, out / "final")
     counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}

@@ -92,9 +92,9 @@ def probe(args: dict[str, str]) -> list[dict]:
     def check(step: int, loss: float) -> None:
         if step not in checks:
             return
-        extra = {}
+        extra = {"forced_copy": forced_copy(model, tokenizer, held)}
         if induction:
-            extra = {"induction_acc": gauge.accuracy(), "forced_copy": forced_copy(model, tokenizer, held)}
+            extra["induction_acc"] = gauge.accuracy()
         outputs = greedy_outputs(model, tokenizer, [r["prompt"] for r in held], gen, 8, THINK_OPEN)
         got = scores(outputs, held)
         named = [

@@ -25,8 +25,11 @@ import builtins
 import keyword
 import random
 import re
+import sysconfig
 from collections import defaultdict
 from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
 
 TEST_NAME = re.compile(r"(?<![\w.])test_\w+")
 """A test function's name as pytest ids and issue texts write it (``test_get``; ``test_x[param]``: ``test_x``)."""
@@ -149,10 +152,59 @@ def swap_library_names(row: dict, rng: random.Random, own: dict[str, set[str]]) 
     return _renamed(row, mapping, after_dot=True) if mapping else dict(row)
 
 
-def swapped_libraries(rows: Sequence[dict], fraction: float, seed: int = 0) -> list[dict]:
-    """``rows`` with a share ``fraction`` of them (drawn with ``seed``) replaced by :func:`swap_library_names` copies:
-    on those, a name recalled from the training libraries is wrong and only one read from the prompt is right."""
+def swapped_libraries(
+    rows: Sequence[dict], fraction: float, seed: int = 0, pool: str = "train"
+) -> list[dict]:
+    """``rows`` with a share ``fraction`` of them (drawn with ``seed``) replaced by :func:`swap_library_names` copies
+    (``pool="stdlib"``: :func:`pool_names` copies): on those, a name recalled from the training libraries is wrong
+    and only one read from the prompt is right."""
     if fraction <= 0:
         return list(rows)
     rng, own = random.Random(seed), library_names(rows)
-    return [swap_library_names(row, rng, own) if rng.random() < fraction else dict(row) for row in rows]
+    swap = pool_names if pool == "stdlib" else swap_library_names
+    return [swap(row, rng, own) if rng.random() < fraction else dict(row) for row in rows]
+
+
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]{2,})", re.M)
+
+
+@lru_cache(maxsize=1)
+def stdlib_names() -> dict[bool, tuple[str, ...]]:
+    """The running Python's standard library as a pool of plausible names, test names apart (``True``): the
+    functions its modules define and the modules themselves (no Python keyword or builtin), sorted."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    pool: dict[bool, set[str]] = {True: set(), False: set()}
+    for path in sorted(root.rglob("*.py")):
+        if "site-packages" in path.parts:
+            continue
+        names = _DEF.findall(path.read_text(encoding="utf-8", errors="ignore"))
+        for name in [*names, path.stem]:
+            if len(name) >= 3 and name not in GENERIC and not name.startswith("__"):
+                pool[_is_test(name)].add(name)
+    return {is_test: tuple(sorted(names)) for is_test, names in pool.items()}
+
+
+def pool_names(row: dict, rng: random.Random, own: dict[str, set[str]]) -> dict:
+    """A copy of ``row`` whose own repository's names are replaced everywhere but in the system prompt by names
+    drawn from :func:`stdlib_names` (one-to-one, a test's for a test's, none the sample already holds): an open set,
+    so the new name can be neither recalled nor guessed from a short list, only read from the prompt."""
+    texts = [str(m["content"]) for m in row["prompt"] if m["role"] != "system"] + [str(row["expert_action"])]
+    present = {w for text in texts for w in _NAME.findall(text)}
+    pools, mapping = stdlib_names(), {}
+    for is_test in (True, False):
+        olds = [n for n in sorted(present & own.get(repository(row), set())) if _is_test(n) == is_test]
+        fresh: list[str] = []
+        while len(fresh) < len(olds) and pools[is_test]:
+            name = rng.choice(pools[is_test])
+            if name not in present and name not in fresh:
+                fresh.append(name)
+        mapping.update(zip(olds, fresh, strict=False))
+    return _renamed(row, mapping, after_dot=True) if mapping else dict(row)
+
+
+def pooled_copies(rows: Sequence[dict], copies: int, seed: int = 0) -> list[dict]:
+    """``rows`` followed by ``copies`` :func:`pool_names` copies of each (fresh names in every copy)."""
+    if copies <= 0:
+        return list(rows)
+    rng, own = random.Random(seed), library_names(rows)
+    return [*rows, *(pool_names(row, rng, own) for _ in range(copies) for row in rows)]

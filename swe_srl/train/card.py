@@ -93,7 +93,8 @@ def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, 
         f"- step samples: {data['train_samples']} train ({data['train_instances']} instances), "
         f"{data['test_samples']} held out ({data['test_instances']} instances); file `{data['samples_file']}`",
         f"- oracle files in prompts: {'yes' if config.oracle_files else 'no'}",
-        f"- library names swapped (swe_srl.train.augment) in {config.swap_library_names:.0%} of the training samples",
+        f"- library names swapped (swe_srl.train.augment) in {config.swap_library_names:.0%} of the training samples"
+        f" (new names from: {config.swap_pool})",
         "",
         "## Method",
         "",

@@ -136,6 +136,12 @@ class TinyOptions(_Strict):
         description="Share of the warm-up samples whose own library's names are swapped for other train "
         "libraries' (as swap_library_names does for SRL: swe_srl.train.augment); 0 = none.",
     )
+    warmup_pool_copies: int = Field(
+        0,
+        ge=0,
+        description="Warm-up data: this many copies of every train sample with its own library's names replaced "
+        "by names drawn from the standard library (swe_srl.train.augment: pool_names); 0 = none.",
+    )
     induction_steps: int = Field(
         0,
         ge=0,
@@ -200,6 +206,11 @@ class TrainConfig(_Strict):
         "read from the prompt is right; the warm-up and the baselines keep the samples as they are (--method sft "
         "trains on the swapped rows only when this is set). 0 = none; without --model, SRL's default is "
         "presets.TINY_SWAP (1.0).",
+    )
+    swap_pool: Literal["train", "stdlib"] = Field(
+        "train",
+        description="Where swap_library_names draws the new names: train (other train libraries') or stdlib "
+        "(names the standard library defines: an open set, swe_srl.train.augment.pool_names).",
     )
     reward: Literal["srl", "layered", "mixed"] = Field(
         "layered",

@@ -39,7 +39,7 @@ def run_sft(config: TrainConfig, *, console=None, command: str | None = None) ->
     fitted_test = policy.fit(test_rows)
     initial = policy.greedy(fitted_test)
     # the rows SRL trains on (plain unless swap_library_names is set for this run)
-    rows = swapped_libraries(train_rows, config.swap_library_names, seed=config.seed)
+    rows = swapped_libraries(train_rows, config.swap_library_names, seed=config.seed, pool=config.swap_pool)
     losses = train_sft(policy, rows, out, config.seed)
     save_policy(policy, out / "final")
     counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}

@@ -102,7 +102,9 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     from transformers import AutoTokenizer, PrinterCallback
 
     model_path, tiny = prepare_policy(config, train_rows)
-    train_rows = swapped_libraries(train_rows, config.swap_library_names, seed=config.seed)
+    train_rows = swapped_libraries(
+        train_rows, config.swap_library_names, seed=config.seed, pool=config.swap_pool
+    )
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
 from swe_srl.paths import atomic_write_text
-from swe_srl.train.augment import renamed_copies, swapped_libraries
+from swe_srl.train.augment import pooled_copies, renamed_copies, swapped_libraries
 from swe_srl.train.config import TinyOptions
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.induction import RepeatedSpans
@@ -158,6 +158,7 @@ def format_warmup(
 
     rows = renamed_copies(rows, options.warmup_renamed_copies, seed=options.seed)
     rows = swapped_libraries(rows, options.warmup_swap, seed=options.seed)
+    rows = pooled_copies(rows, options.warmup_pool_copies, seed=options.seed)
     examples = warmup_examples(rows, tokenizer, options.max_prompt_tokens, options.warmup_target_tokens)
     if not examples:
         return []

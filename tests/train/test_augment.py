@@ -8,8 +8,11 @@ from swe_srl.train.augment import (
     TEST_NAME,
     library_names,
     name_words,
+    pool_names,
+    pooled_copies,
     rename_tests,
     renamed_copies,
+    stdlib_names,
     swap_library_names,
     swapped_libraries,
 )
@@ -179,3 +182,23 @@ def test_swapped_names_come_from_the_other_library_one_to_one():
     # the share: none, all, and the rows themselves otherwise untouched
     assert swapped_libraries(rows, 0.0) == rows
     assert all("renamed" in r for r in swapped_libraries(rows, 1.0, seed=3))
+
+
+def test_pool_names_come_from_the_standard_library_one_to_one():
+    rows = _rows()
+    own, pools = library_names(rows), stdlib_names()
+    assert "test_tokenize" in pools[True] and "urlparse" in pools[False] and "print" not in pools[False]
+    copy = pool_names(rows[0], random.Random(0), own)
+    renamed = copy["renamed"]
+    assert renamed["test_get"] in pools[True] and renamed["toolz"] in pools[False]
+    assert len(set(renamed.values())) == len(renamed)  # one to one
+    new_path = f"{renamed['toolz']}/{renamed['tests']}/{renamed['test_itertoolz']}.py::{renamed['test_get']}"
+    python, pytest = renamed["python"], renamed["pytest"]  # only toolz's action runs them in these rows
+    assert copy["expert_action"] == f"{python} -m {pytest} -x -q {new_path}"
+    assert new_path in copy["prompt"][1]["content"] and copy["prompt"][0] == SYSTEM
+    # fresh names in every copy; the pool option of the SRL swap draws from the same pool
+    copies = pooled_copies(rows, 2, seed=1)
+    assert copies[:3] == rows and len(copies) == 9
+    assert copies[3]["renamed"] != copies[6]["renamed"]
+    swapped = swapped_libraries(rows, 1.0, seed=3, pool="stdlib")
+    assert all(set(r["renamed"].values()) <= set(pools[True]) | set(pools[False]) for r in swapped)

@@ -136,18 +136,28 @@ def _is_test(name: str) -> bool:
     return name.lower().startswith("test")
 
 
+def _present(row: dict) -> set[str]:
+    """The names the sample holds anywhere but in the system prompt (no new name may be one of them)."""
+    texts = [str(m["content"]) for m in row["prompt"] if m["role"] != "system"] + [str(row["expert_action"])]
+    return {w for text in texts for w in _NAME.findall(text)}
+
+
+def _own_present(row: dict, own: dict[str, set[str]], present: set[str]) -> dict[bool, list[str]]:
+    """is_test → the sample's own repository's names it holds, sorted: a test's name is swapped for a test's, any
+    other for any other."""
+    names = sorted(present & own.get(repository(row), set()))
+    return {is_test: [n for n in names if _is_test(n) == is_test] for is_test in (True, False)}
+
+
 def swap_library_names(row: dict, rng: random.Random, own: dict[str, set[str]]) -> dict:
     """A copy of ``row`` whose own repository's names are replaced everywhere but in the system prompt by names of
     the other repositories (one-to-one, a test's for a test's, none the sample already holds); ``renamed`` maps old to
     new."""
-    repo = repository(row)
-    texts = [str(m["content"]) for m in row["prompt"] if m["role"] != "system"] + [str(row["expert_action"])]
-    present = {w for text in texts for w in _NAME.findall(text)}
+    repo, present = repository(row), _present(row)
     pool = sorted({n for other, names in own.items() if other != repo for n in names} - present)
     rng.shuffle(pool)
     mapping: dict[str, str] = {}
-    for is_test in (True, False):  # a test's name for a test's, any other for any other
-        olds = [n for n in sorted(present & own.get(repo, set())) if _is_test(n) == is_test]
+    for is_test, olds in _own_present(row, own, present).items():
         mapping.update(zip(olds, [n for n in pool if _is_test(n) == is_test], strict=False))
     return _renamed(row, mapping, after_dot=True) if mapping else dict(row)
 
@@ -188,11 +198,8 @@ def pool_names(row: dict, rng: random.Random, own: dict[str, set[str]]) -> dict:
     """A copy of ``row`` whose own repository's names are replaced everywhere but in the system prompt by names
     drawn from :func:`stdlib_names` (one-to-one, a test's for a test's, none the sample already holds): an open set,
     so the new name can be neither recalled nor guessed from a short list, only read from the prompt."""
-    texts = [str(m["content"]) for m in row["prompt"] if m["role"] != "system"] + [str(row["expert_action"])]
-    present = {w for text in texts for w in _NAME.findall(text)}
-    pools, mapping = stdlib_names(), {}
-    for is_test in (True, False):
-        olds = [n for n in sorted(present & own.get(repository(row), set())) if _is_test(n) == is_test]
+    present, pools, mapping = _present(row), stdlib_names(), {}
+    for is_test, olds in _own_present(row, own, present).items():
         fresh: list[str] = []
         while len(fresh) < len(olds) and pools[is_test]:
             name = rng.choice(pools[is_test])

@@ -201,16 +201,16 @@ class TrainConfig(_Strict):
         ge=0.0,
         le=1.0,
         description="Share of the SRL training samples whose own library's names (paths, modules, symbols, tests "
-        "its expert actions write and no other train library's do) are swapped for other train libraries' names "
+        "its expert actions write and no other train library's do) are swapped for other names (swap_pool) "
         "everywhere but the system prompt (swe_srl.train.augment), so that a recalled name is wrong and only one "
         "read from the prompt is right; the warm-up and the baselines keep the samples as they are (--method sft "
         "trains on the swapped rows only when this is set). 0 = none; without --model, SRL's default is "
         "presets.TINY_SWAP (1.0).",
     )
     swap_pool: Literal["train", "stdlib"] = Field(
-        "train",
-        description="Where swap_library_names draws the new names: train (other train libraries') or stdlib "
-        "(names the standard library defines: an open set, swe_srl.train.augment.pool_names).",
+        "stdlib",
+        description="Where swap_library_names draws the new names: stdlib (names the standard library defines: an "
+        "open set, swe_srl.train.augment.pool_names; the default, chosen on dev) or train (other train libraries').",
     )
     reward: Literal["srl", "layered", "mixed"] = Field(
         "layered",

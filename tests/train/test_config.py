@@ -201,6 +201,11 @@ def test_library_names_are_swapped_for_the_tiny_model_only():
     assert load_config(None, ["swap_library_names=1"], method="sft").swap_library_names == 1.0
     with pytest.raises(ConfigError, match="swap_library_names"):
         load_config(None, ["swap_library_names=2"])
+    # the new names come from the standard library (an open set, chosen on dev) unless the train pool is asked for
+    assert load_config(None, []).swap_pool == "stdlib"
+    assert load_config(None, ["swap_pool=train"]).swap_pool == "train"
+    with pytest.raises(ConfigError, match="swap_pool"):
+        load_config(None, ["swap_pool=pypi"])
 
 
 def test_exponent_floats_without_a_dot_are_floats_at_any_depth(tmp_path: Path):

@@ -62,7 +62,7 @@ TINY_SWAP = 1.0
 (``swe_srl.train.augment``), chosen on the dev split (docs/training.md). With names from another train library it ended
 higher under the layered reward on three dev seeds of three (+0.024, +0.036, +0.102) but made no difference on test;
 with names from the standard library (``swap_pool``'s default, an open set) it ended higher than that on dev by
-+0.063 / +0.039 (paper / layered, mean of 3 seeds)."""
++0.063 / +0.039 (paper / layered, mean of 3 seeds); on test neither pool beat the other from the same starts."""
 
 CPU_SMALL: dict[str, Any] = {
     "max_prompt_tokens": 384,  # the latest messages whole (the prompt fitter), as the tiny model's context

@@ -14,8 +14,9 @@ name can only be known by reading it from the prompt.
 A swapped sample goes further: every name its library's expert actions write and no other train library's do
 (paths, modules, symbols, tests: ``toolz``, ``itertoolz``, ``test_get``) becomes a name of another train library
 (``parse``, ``_handle_field``, ``test_bugs``; ``swap_pool=train``) or of the standard library (:func:`pool_names`,
-``swap_pool=stdlib``, the default), one to one, in the problem, the oracle windows, the history and the target. GRPO on such prompts stops paying for the names a small model memorised on the train libraries, which are
-wrong on a held-out library; what still pays there is what carries over: the kind of command, its flags, a name
+``swap_pool=stdlib``, the default), one to one, in the problem, the oracle windows, the history and the target. GRPO
+on such prompts stops paying for the names a small model memorised on the train libraries, which are wrong on a
+held-out library; what still pays there is what carries over: the kind of command, its flags, a name
 read from the prompt.
 """
 

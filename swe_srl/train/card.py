@@ -94,7 +94,7 @@ def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, 
         f"{data['test_samples']} held out ({data['test_instances']} instances); file `{data['samples_file']}`",
         f"- oracle files in prompts: {'yes' if config.oracle_files else 'no'}",
         f"- library names swapped (swe_srl.train.augment) in {config.swap_library_names:.0%} of the training samples"
-        f" (new names from: {config.swap_pool})",
+        + (f" (new names from: {config.swap_pool})" if config.swap_library_names else ""),
         "",
         "## Method",
         "",

@@ -133,8 +133,13 @@ class TinyOptions(_Strict):
         0.0,
         ge=0.0,
         le=1.0,
-        description="Share of the warm-up samples whose own library's names are swapped for other train "
-        "libraries' (as swap_library_names does for SRL: swe_srl.train.augment); 0 = none.",
+        description="Share of the warm-up samples whose own library's names are swapped (as swap_library_names "
+        "does for SRL: swe_srl.train.augment), the new names from warmup_swap_pool; 0 = none.",
+    )
+    warmup_swap_pool: Literal["train", "stdlib"] = Field(
+        "train",
+        description="Where warmup_swap draws the new names: train (other train libraries') or stdlib (the standard "
+        "library's, as swap_pool).",
     )
     warmup_pool_copies: int = Field(
         0,

@@ -137,6 +137,14 @@ def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_com
     return examples
 
 
+def warmup_rows(rows: list[dict], options: TinyOptions) -> list[dict]:
+    """The warm-up's samples: ``rows`` with the renamed copies, the swapped share (new names from
+    ``warmup_swap_pool``) and the standard-library copies the options ask for (:mod:`swe_srl.train.augment`)."""
+    rows = renamed_copies(rows, options.warmup_renamed_copies, seed=options.seed)
+    rows = swapped_libraries(rows, options.warmup_swap, seed=options.seed, pool=options.warmup_swap_pool)
+    return pooled_copies(rows, options.warmup_pool_copies, seed=options.seed)
+
+
 def format_warmup(
     model,
     tokenizer,
@@ -156,9 +164,7 @@ def format_warmup(
 
     import torch
 
-    rows = renamed_copies(rows, options.warmup_renamed_copies, seed=options.seed)
-    rows = swapped_libraries(rows, options.warmup_swap, seed=options.seed)
-    rows = pooled_copies(rows, options.warmup_pool_copies, seed=options.seed)
+    rows = warmup_rows(rows, options)
     examples = warmup_examples(rows, tokenizer, options.max_prompt_tokens, options.warmup_target_tokens)
     if not examples:
         return []

@@ -16,6 +16,8 @@ from swe_srl.train.augment import (
     swap_library_names,
     swapped_libraries,
 )
+from swe_srl.train.config import TinyOptions
+from swe_srl.train.tiny import warmup_rows
 
 SYSTEM = {"role": "system", "content": "Run test_suite_style commands; test_get is a word here."}
 
@@ -90,7 +92,6 @@ def test_warmup_renamed_copies_train_on_the_renamed_samples():
     import torch
 
     from swe_srl.train import tiny
-    from swe_srl.train.config import TinyOptions
     from swe_srl.train.sft import completion_nll, pad_left, target_batch
 
     rows = [_row(name) for name in ("test_get", "test_merge_sorted", "test_curry_call", "test_pluck")]
@@ -117,7 +118,6 @@ def test_format_warmup_reports_each_step_and_takes_a_rate_factor():
     import torch
 
     from swe_srl.train import tiny
-    from swe_srl.train.config import TinyOptions
 
     rows = [_row(name) for name in ("test_get", "test_pluck")]
     options = TinyOptions(
@@ -202,3 +202,9 @@ def test_pool_names_come_from_the_standard_library_one_to_one():
     assert copies[3]["renamed"] != copies[6]["renamed"]
     swapped = swapped_libraries(rows, 1.0, seed=3, pool="stdlib")
     assert all(set(r["renamed"].values()) <= set(pools[True]) | set(pools[False]) for r in swapped)
+    # the warm-up's swap draws from the pool its option names (train unless asked)
+    options = TinyOptions(warmup_swap=1.0, seed=3)
+    assert warmup_rows(rows, options) == swapped_libraries(rows, 1.0, seed=3, pool="train")
+    stdlib = warmup_rows(rows, options.model_copy(update={"warmup_swap_pool": "stdlib"}))
+    assert stdlib == swapped and stdlib != warmup_rows(rows, options)
+    assert warmup_rows(rows, TinyOptions()) == rows  # the default warm-up: the samples as they are

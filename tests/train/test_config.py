@@ -206,6 +206,11 @@ def test_library_names_are_swapped_for_the_tiny_model_only():
     assert load_config(None, ["swap_pool=train"]).swap_pool == "train"
     with pytest.raises(ConfigError, match="swap_pool"):
         load_config(None, ["swap_pool=pypi"])
+    # the warm-up's own swap (off by default) keeps the train pool unless asked
+    assert load_config(None, []).tiny.warmup_swap_pool == "train"
+    assert load_config(None, ["tiny.warmup_swap_pool=stdlib"]).tiny.warmup_swap_pool == "stdlib"
+    with pytest.raises(ConfigError, match="tiny.warmup_swap_pool"):
+        load_config(None, ["tiny.warmup_swap_pool=pypi"])
 
 
 def test_exponent_floats_without_a_dot_are_floats_at_any_depth(tmp_path: Path):

@@ -31,6 +31,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
+
+SwapPool = Literal["train", "stdlib"]
+"""Where a swap draws its new names: ``train`` (another train library's) or ``stdlib`` (:func:`stdlib_names`)."""
 
 TEST_NAME = re.compile(r"(?<![\w.])test_\w+")
 """A test function's name as pytest ids and issue texts write it (``test_get``; ``test_x[param]``: ``test_x``)."""
@@ -164,7 +168,7 @@ def swap_library_names(row: dict, rng: random.Random, own: dict[str, set[str]]) 
 
 
 def swapped_libraries(
-    rows: Sequence[dict], fraction: float, seed: int = 0, pool: str = "train"
+    rows: Sequence[dict], fraction: float, seed: int = 0, pool: SwapPool = "train"
 ) -> list[dict]:
     """``rows`` with a share ``fraction`` of them (drawn with ``seed``) replaced by :func:`swap_library_names` copies
     (``pool="stdlib"``: :func:`pool_names` copies): on those, a name recalled from the training libraries is wrong

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from swe_srl.benchmark.instances import HELD_OUT
 from swe_srl.errors import ConfigError
 from swe_srl.rewards.effect import EffectMode
+from swe_srl.train.augment import SwapPool
 from swe_srl.train.overrides import apply_override, load_yaml
 from swe_srl.train.presets import (
     REAL_TRL_DEFAULTS,
@@ -136,7 +137,7 @@ class TinyOptions(_Strict):
         description="Share of the warm-up samples whose own library's names are swapped (as swap_library_names "
         "does for SRL: swe_srl.train.augment), the new names from warmup_swap_pool; 0 = none.",
     )
-    warmup_swap_pool: Literal["train", "stdlib"] = Field(
+    warmup_swap_pool: SwapPool = Field(
         "train",
         description="Where warmup_swap draws the new names: train (other train libraries') or stdlib (the standard "
         "library's, as swap_pool).",
@@ -212,7 +213,7 @@ class TrainConfig(_Strict):
         "trains on the swapped rows only when this is set). 0 = none; without --model, SRL's default is "
         "presets.TINY_SWAP (1.0).",
     )
-    swap_pool: Literal["train", "stdlib"] = Field(
+    swap_pool: SwapPool = Field(
         "stdlib",
         description="Where swap_library_names draws the new names: stdlib (names the standard library defines: an "
         "open set, swe_srl.train.augment.pool_names; the default, chosen on dev) or train (other train libraries').",

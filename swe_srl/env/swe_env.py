@@ -23,6 +23,7 @@ from swe_srl.benchmark.instances import load_instances
 from swe_srl.core.actions import Completion, is_submit, parse_output
 from swe_srl.core.patches import clean_patch
 from swe_srl.core.prompts import build_messages
+from swe_srl.env.step_reward import ExpertStepReward
 from swe_srl.env.text import (
     ACTION_MAX_CHARS,
     CHARSET,
@@ -44,9 +45,7 @@ from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.base import Limits
 from swe_srl.infra.sandbox.docker import DockerSandbox
 from swe_srl.infra.sandbox.factory import sandbox_spec
-from swe_srl.rewards import EFFECT_MODES, score_output
-from swe_srl.rewards.effect_inputs import step_inputs
-from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.rewards import EFFECT_MODES
 from swe_srl.trajectories.expert_state import expert_states, restore
 from swe_srl.trajectories.oracle import oracle_windows
 
@@ -118,7 +117,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         """What the last :meth:`patch` left out (binary files, files over the size cap), one note each."""
         self._done = False
         self._pristine = False  # nothing ran in the sandbox yet: a reset on the same instance reuses it
-        self._effect_eval: Any = None
+        self._expert_reward: ExpertStepReward | None = None
 
     @property
     def _repos_path(self) -> Path | None:
@@ -280,42 +279,16 @@ class SWEEnv(gymnasium.Env[str, str]):
         """Step-wise reward (srl/layered) against the expert action ``step + t``; 0.0 in outcome mode."""
         if self.reward_mode == "outcome" or self._trajectory is None:
             return 0.0
+        if self._expert_reward is None:
+            self._expert_reward = ExpertStepReward(
+                self.reward_mode,
+                weights=self.weights,
+                effect_mode=self.effect_mode,
+                repos_dir=self._repos_path,
+            )
+        assert self.instance is not None
         k = self._expert_step + t
-        if k >= len(self._trajectory.steps):
-            info["reward_components"] = {"beyond_expert": 1.0}
-            return 0.0
-
-        expert = self._trajectory.steps[k].action
-        result = score_output(
-            text,
-            expert,
-            mode=self.reward_mode,
-            weights=self.weights,
-            effect=self._effect(k, info["action"]),
-            **self._syntax_inputs(k),
-        )
-        info["reward_components"] = dict(result.components)
-        info["expert_action"] = expert
-        return float(result.total)
-
-    def _syntax_inputs(self, k: int) -> dict[str, frozenset[str]]:
-        """The syntax layer's inputs for expert step ``k`` (layered mode): the instance image's executables and the
-        files the expert's steps before ``k`` created."""
-        if self.reward_mode != "layered":
-            return {}
-        assert self.instance is not None and self._trajectory is not None
-        executables, created = step_inputs(self.instance, self._trajectory, k, repos_dir=self._repos_path)
-        return {"executables": executables, "created_files": created}
-
-    def _effect(self, k: int, action: str) -> float | None:
-        """The effect layer (layered mode, effect_mode cached/full): the action run on the expert state before k."""
-        if self.effect_mode == "off" or self.reward_mode != "layered":
-            return None
-
-        if self._effect_eval is None:
-            self._effect_eval = SandboxEffect(self.effect_mode, repos_dir=self._repos_path)
-        assert self.instance is not None and self._trajectory is not None
-        return self._effect_eval.evaluate(self.instance, self._trajectory, k, action).value
+        return self._expert_reward.score(text, info["action"], self.instance, self._trajectory, k, info)
 
     # ---- helpers -----------------------------------------------------------------------------------------------
     def _load_instances(self) -> list[Instance]:

@@ -202,11 +202,13 @@ def stdlib_names() -> dict[bool, tuple[str, ...]]:
 def pool_names(row: dict, rng: random.Random, own: dict[str, set[str]]) -> dict:
     """A copy of ``row`` whose own repository's names are replaced everywhere but in the system prompt by names
     drawn from :func:`stdlib_names` (one-to-one, a test's for a test's, none the sample already holds): an open set,
-    so the new name can be neither recalled nor guessed from a short list, only read from the prompt."""
+    so the new name can be neither recalled nor guessed from a short list, only read from the prompt. A pool with
+    fewer usable names than the sample's own leaves the rest as they are."""
     present, pools, mapping = _present(row), stdlib_names(), {}
     for is_test, olds in _own_present(row, own, present).items():
         fresh: list[str] = []
-        while len(fresh) < len(olds) and pools[is_test]:
+        need = min(len(olds), len(set(pools[is_test]) - present))  # a pool too small maps as many as it can
+        while len(fresh) < need:
             name = rng.choice(pools[is_test])
             if name not in present and name not in fresh:
                 fresh.append(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from swe_srl.train import augment
 from swe_srl.train.augment import (
     TEST_NAME,
     library_names,
@@ -208,3 +209,12 @@ def test_pool_names_come_from_the_standard_library_one_to_one():
     stdlib = warmup_rows(rows, options.model_copy(update={"warmup_swap_pool": "stdlib"}))
     assert stdlib == swapped and stdlib != warmup_rows(rows, options)
     assert warmup_rows(rows, TinyOptions()) == rows  # the default warm-up: the samples as they are
+
+
+def test_a_pool_smaller_than_the_samples_names_maps_what_it_can(monkeypatch):
+    rows = _rows()
+    own = library_names(rows)
+    monkeypatch.setattr(augment, "stdlib_names", lambda: {True: ("test_only",), False: ("alpha", "toolz")})
+    renamed = pool_names(rows[0], random.Random(0), own)["renamed"]
+    # one test name and one other name were free ("toolz" is the sample's own): the rest keep their names
+    assert sorted(renamed.values()) == ["alpha", "test_only"] and len(renamed) == 2

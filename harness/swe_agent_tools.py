@@ -197,7 +197,8 @@ def cmd_edit(args):
     if len(args) != 1 or args[0].count(":") != 1:
         raise ToolError(usage)
     path = current_file()
-    start, end = (as_int(v, name, usage) for v, name in zip(args[0].split(":"), ("start_line", "end_line")))
+    parts = zip(args[0].split(":"), ("start_line", "end_line"))  # noqa: B905 (Python >= 3.9: zip has no strict)
+    start, end = (as_int(v, name, usage) for v, name in parts)
     if start < 1 or end < start - 1:
         raise ToolError(
             f"{usage}\nError: need 1 <= start_line and start_line - 1 <= end_line, got {start}:{end}"

@@ -117,7 +117,9 @@ class SWEEnv(gymnasium.Env[str, str]):
         """What the last :meth:`patch` left out (binary files, files over the size cap), one note each."""
         self._done = False
         self._pristine = False  # nothing ran in the sandbox yet: a reset on the same instance reuses it
-        self._expert_reward: ExpertStepReward | None = None
+        self._expert_reward = ExpertStepReward(
+            reward_mode, weights=weights, effect_mode=effect_mode, repos_dir=self._repos_path
+        )  # srl/layered only; its sandboxed effect layer starts on first use
 
     @property
     def _repos_path(self) -> Path | None:
@@ -279,13 +281,6 @@ class SWEEnv(gymnasium.Env[str, str]):
         """Step-wise reward (srl/layered) against the expert action ``step + t``; 0.0 in outcome mode."""
         if self.reward_mode == "outcome" or self._trajectory is None:
             return 0.0
-        if self._expert_reward is None:
-            self._expert_reward = ExpertStepReward(
-                self.reward_mode,
-                weights=self.weights,
-                effect_mode=self.effect_mode,
-                repos_dir=self._repos_path,
-            )
         assert self.instance is not None
         k = self._expert_step + t
         return self._expert_reward.score(text, info["action"], self.instance, self._trajectory, k, info)

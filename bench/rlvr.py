@@ -22,7 +22,7 @@ from swe_srl.benchmark.instances import load_instances
 
 def policy(init: str | None, workdir: Path):
     """The checkpoint ``init``, else the tiny default ``swe-srl train`` builds (format warm-up on the bundled
-    suite's expert steps), saved under ``workdir``."""
+    suite's expert steps; plain, not slotted: RLVR episodes show plain text), saved under ``workdir``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if init is None:
@@ -31,7 +31,7 @@ def policy(init: str | None, workdir: Path):
         from swe_srl.train.policy import prepare_policy
         from swe_srl.train.samples import default_sample_set
 
-        config = load_config(None, [], output=str(workdir))
+        config = load_config(None, ["tiny.slots=false"], output=str(workdir))  # episodes are plain text
         rows, _ = split_rows(read_samples(default_sample_set(False).path), config.test_fraction)
         init, _ = prepare_policy(config, rows)
     return AutoTokenizer.from_pretrained(init), AutoModelForCausalLM.from_pretrained(init).eval()

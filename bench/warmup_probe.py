@@ -9,7 +9,8 @@ pytest targets whose test name the output contains (the name is only in the prob
 
     python bench/warmup_probe.py checks=200,400 [aug=2] [decay=0.5] [split=dev] [gen=32] [samples=F] [-o OUT] [TINY=V]
 
-``TINY=V`` is any ``tiny.*`` option (``warmup_prompt_weight=0.3``, ``seed=1``). ``decay`` lets the rate fall linearly
+``TINY=V`` is any ``tiny.*`` option (``warmup_prompt_weight=0.3``, ``seed=1``, ``slots=1``: slotted names,
+:mod:`swe_srl.core.slots`, the outputs mapped back before scoring; no ``forced_copy`` then). ``decay`` lets the rate fall linearly
 to 0 over that share of the last steps. With ``induction_steps=N`` / ``induction_every=K`` (induction steps before
 and between the warm-up's: :mod:`swe_srl.train.induction`) each check also reports ``induction_acc`` (greedy
 accuracy on fresh repeats of dev-prompt windows) and ``forced_copy`` (given the expert's action up to its test
@@ -27,6 +28,7 @@ from pathlib import Path
 import torch
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
+from swe_srl.core.slots import policy_outputs, policy_rows, slotted
 from swe_srl.eval.baselines import baseline_actions, baseline_outputs
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.augment import TEST_NAME
@@ -41,6 +43,11 @@ from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, samp
 
 def _mean(values) -> float:
     return sum(values) / len(values)
+
+
+def _value(default, text: str):
+    """``text`` as the type of the option's default (``slots=1``/``true``: a bool)."""
+    return text.lower() in ("1", "true", "yes") if isinstance(default, bool) else type(default)(text)
 
 
 def forced_copy(model, tokenizer, held: list[dict]) -> float:
@@ -71,14 +78,15 @@ def probe(args: dict[str, str]) -> list[dict]:
     args["warmup_renamed_copies"] = args.pop("aug", "0")
     decay = float(args.pop("decay", "0"))
     defaults = TinyOptions()
-    options = {k: type(getattr(defaults, k))(v) for k, v in args.items()}
+    options = {k: _value(getattr(defaults, k), v) for k, v in args.items()}
     opts = TinyOptions(**{**options, "warmup_steps": checks[-1]})
     torch.set_num_threads(1)
     samples = samples or default_sample_set(True, expert_seeds=TrainConfig().expert_seeds).path
     train, held = split_rows(read_samples(samples), 0.1, split)
-    tokenizer = build_tokenizer(sample_texts(train), opts.vocab_size)
+    texts = sample_texts([slotted(r) for r in train] if opts.slots else train)
+    tokenizer = build_tokenizer(texts, opts.vocab_size, opts.slots)
     model = build_model(tokenizer, opts)
-    held = fit_rows(held, opts.max_prompt_tokens, tokenizer)
+    held = fit_rows(policy_rows(held, tokenizer), opts.max_prompt_tokens, tokenizer)
     frequent = scores(baseline_outputs(baseline_actions(train, held)["frequent_at_step"]), held)
     last, fall, ramp = checks[-1], int(decay * checks[-1]), max(1, opts.warmup_ramp)
     started, results = time.monotonic(), []
@@ -92,10 +100,11 @@ def probe(args: dict[str, str]) -> list[dict]:
     def check(step: int, loss: float) -> None:
         if step not in checks:
             return
-        extra = {"forced_copy": forced_copy(model, tokenizer, held)}
+        extra = {} if opts.slots else {"forced_copy": forced_copy(model, tokenizer, held)}
         if induction:
             extra["induction_acc"] = gauge.accuracy()
-        outputs = greedy_outputs(model, tokenizer, [r["prompt"] for r in held], gen, 8, THINK_OPEN)
+        raw = greedy_outputs(model, tokenizer, [r["prompt"] for r in held], gen, 8, THINK_OPEN)
+        outputs = policy_outputs(raw, held)  # a slotted policy's slots mapped back
         got = scores(outputs, held)
         named = [
             (n, o)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swe_srl.core.actions import THINK_OPEN
+from swe_srl.core.slots import slot_messages, unslot, uses_slots
 from swe_srl.errors import PolicyError
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ class HFPolicy:
                 f"model {model!r} has no chat template; save the tokenizer with the one used in training"
             )
         self.model.eval()
+        self.slots = uses_slots(self.tokenizer)  # the tiny default's (swe_srl.core.slots)
         self.name = f"hf:{model}"
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
@@ -122,13 +124,15 @@ class HFPolicy:
     def generate_batch(self, batch: Sequence[Messages]) -> list[str]:
         """One ``generate`` call for several conversations (left-padded), one output each."""
         tokenizer = self.tokenizer
+        shown = [slot_messages(m) if self.slots else (m, None) for m in batch]  # a slotted policy reads slots
         prompts = [
-            tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in batch
+            tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m, _ in shown
         ]
         encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         turns = generate_ids(self.model, tokenizer, encoded, self.max_new_tokens, self.temperature)
         texts = tokenizer.batch_decode(turns, skip_special_tokens=True)
         # Templates of reasoning models (and the tiny one) open <think> in the generation prompt: put it back.
+        texts = [unslot(t, slots) for t, (_, slots) in zip(texts, shown, strict=True)]  # and writes them
         return [
             THINK_OPEN + t if p.rstrip().endswith(THINK_OPEN) else t
             for p, t in zip(prompts, texts, strict=True)

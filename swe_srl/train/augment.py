@@ -22,8 +22,6 @@ read from the prompt.
 
 from __future__ import annotations
 
-import builtins
-import keyword
 import random
 import re
 import sysconfig
@@ -32,6 +30,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+
+from swe_srl.core.slots import GENERIC
 
 SwapPool = Literal["train", "stdlib"]
 """Where a swap draws its new names: ``train`` (another train library's) or ``stdlib`` (:func:`stdlib_names`)."""
@@ -110,8 +110,6 @@ def renamed_copies(rows: Sequence[dict], copies: int, seed: int = 0) -> list[dic
 
 
 _NAME = re.compile(r"(?<![\w])[A-Za-z_][A-Za-z0-9_]{2,}(?![\w])")
-GENERIC = frozenset(keyword.kwlist) | frozenset(dir(builtins))
-"""Python's own words: never renamed, whatever repository uses them."""
 
 
 def repository(row: dict) -> str:

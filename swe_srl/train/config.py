@@ -84,6 +84,12 @@ class TinyOptions(_Strict):
     trained on the samples."""
 
     hidden_size: int = Field(128, ge=16, le=512, description="Hidden size.")
+    mlp_ratio: float = Field(
+        2.0,
+        gt=0,
+        le=8,
+        description="MLP width over hidden_size (small: less room to memorise, attention does more).",
+    )
     layers: int = Field(4, ge=1, le=8, description="Transformer layers.")
     heads: int = Field(4, ge=1, description="Attention heads.")
     vocab_size: int = Field(
@@ -147,6 +153,11 @@ class TinyOptions(_Strict):
         ge=0,
         description="Warm-up data: this many copies of every train sample with its own library's names replaced "
         "by names drawn from the standard library (swe_srl.train.augment: pool_names); 0 = none.",
+    )
+    slots: bool = Field(
+        True,
+        description="Slotted names: the prompt's code names (path words, test ids, defined names) become slot "
+        "tokens <n0>, <n1>, ... the policy reads and writes, mapped back before scoring (swe_srl.core.slots).",
     )
     induction_steps: int = Field(
         0,

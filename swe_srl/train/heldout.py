@@ -111,6 +111,8 @@ def heldout_report(
             "initial_reward": {m: initial[m][k] for m in REWARDS},
             "final_reward": {m: final[m][k] for m in REWARDS},
         }
+        if "slots" in row:  # a slotted policy's slot → name map, as its outputs were mapped back
+            record["slots"] = json.loads(row["slots"])
         lines.append(json.dumps(record) + "\n")
     atomic_write_text(out_dir / "heldout.jsonl", "".join(lines))
     others = {"initial": initial}

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.core.prompts import build_messages
+from swe_srl.core.slots import uses_slots
 from swe_srl.errors import TrainingError
 from swe_srl.infra.sandbox.base import Limits
 from swe_srl.paths import atomic_write_text
@@ -116,6 +118,18 @@ def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
     return rows
 
 
+def refuse_slotted(config: TrainConfig) -> None:
+    """RLVR episodes show the policy the sandbox's plain text: a slotted ``--init`` (:mod:`swe_srl.core.slots`)
+    is refused before any work."""
+    from transformers import AutoTokenizer
+
+    if config.init and Path(config.init).exists() and uses_slots(AutoTokenizer.from_pretrained(config.init)):
+        raise TrainingError(
+            f"--stage rlvr: --init {config.init} is a slotted policy (tiny.slots: it reads and writes slot tokens), "
+            "but RLVR episodes show it plain text; start RLVR from a checkpoint trained with tiny.slots=false"
+        )
+
+
 def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, console):
     from transformers import AutoTokenizer, PrinterCallback
 
@@ -147,6 +161,7 @@ def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
     """Train from ``config.init`` on environment episodes; writes checkpoints, metrics, plot, ``summary.json``."""
 
     started, out = time.monotonic(), config.output_dir
+    refuse_slotted(config)
     (out / "metrics.jsonl").unlink(missing_ok=True)
     instances, held_out = rlvr_instances(config), rlvr_eval_instances(config)
     rows = rlvr_rows(config, instances)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.benchmark.instances import load_instances
+from swe_srl.core.slots import UnslottedReward, policy_outputs, policy_rows, uses_slots
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
@@ -114,6 +115,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
         if not torch.cuda.is_available():
             torch.set_num_threads(config.tiny.threads)
     held_out = spread(test_rows, config.eval.max_samples)
+    train_rows, held_out = policy_rows(train_rows, tokenizer), policy_rows(held_out, tokenizer)
     max_prompt = config.tiny.max_prompt_tokens if tiny else config.max_prompt_tokens
     if max_prompt:  # the model's context window
         train_rows = fit_rows(train_rows, max_prompt, tokenizer)
@@ -121,6 +123,8 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     reward = reward_func if reward_func is not None else build_reward(config, effect)
     if prefix:
         reward = PrefixedReward(reward, prefix)
+    if uses_slots(tokenizer):
+        reward = UnslottedReward(reward)
     metrics = MetricsCallback(config.output_dir)
     evaluator = HeldOutEvalCallback(
         held_out, reward, metrics, config.eval.every, args.max_completion_length, config.eval.batch_size
@@ -147,12 +151,14 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
 
 
 def heldout_outputs(config: TrainConfig, trainer, rows: list[dict]) -> list[str]:
-    """Greedy outputs of ``trainer.model`` as it is now on ``rows`` (fitted: ``trainer.fit_prompt_tokens``)."""
+    """Greedy outputs of ``trainer.model`` as it is now on ``rows`` (fitted: ``trainer.fit_prompt_tokens``), as the
+    reward scores them (a slotted policy's slots mapped back)."""
     prompts = [r["prompt"] for r in rows]
     size = trainer.args.max_completion_length
-    return greedy_outputs(
+    outputs = greedy_outputs(
         trainer.model, trainer.processing_class, prompts, size, config.eval.batch_size, trainer.format_prefix
     )
+    return policy_outputs(outputs, rows)
 
 
 def warmup_summary(model_dir: Path) -> dict[str, Any]:
@@ -278,8 +284,9 @@ def run_training(
 
     trainer.model_card = card
     # the starting policy's outputs on every test sample, before any step (on resume: the run's starting model)
-    budget = trainer.fit_prompt_tokens
-    fitted_test = fit_rows(test_rows, budget, trainer.processing_class) if budget else test_rows
+    budget, tokenizer = trainer.fit_prompt_tokens, trainer.processing_class
+    policy_test = policy_rows(test_rows, tokenizer)  # as the policy reads them (slotted for a slotted one)
+    fitted_test = fit_rows(policy_test, budget, tokenizer) if budget else policy_test
     initial_outputs = heldout_outputs(config, trainer, fitted_test)
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(out / "final"))

@@ -17,6 +17,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from swe_srl.core.slots import policy_action, policy_outputs, policy_rows
 from swe_srl.train.callbacks import MetricsCallback
 from swe_srl.train.config import TrainConfig
 from swe_srl.train.fitting import fit_rows
@@ -34,9 +35,7 @@ def sft_examples(
         text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
         prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
         thought = str(row.get("expert_thought") or "")
-        examples.append(
-            (prompt, sft_target(tokenizer, row["expert_action"], thought, prefix, max_completion))
-        )
+        examples.append((prompt, sft_target(tokenizer, policy_action(row), thought, prefix, max_completion)))
     return examples
 
 
@@ -74,13 +73,16 @@ class SftPolicy:
         self.batch_size = config.eval.batch_size
 
     def fit(self, rows: list[dict]) -> list[dict]:
+        """``rows`` as the policy reads them (slotted for a slotted policy), fitted to its context."""
+        rows = policy_rows(rows, self.tokenizer)
         return fit_rows(rows, self.max_prompt, self.tokenizer) if self.max_prompt else rows
 
     def greedy(self, rows: list[dict]) -> list[str]:
         """Greedy outputs on (fitted) ``rows``, as the held-out report decodes them for SRL."""
         prompts = [r["prompt"] for r in rows]
         size = self.args.max_completion_length
-        return greedy_outputs(self.model, self.tokenizer, prompts, size, self.batch_size, self.prefix)
+        outputs = greedy_outputs(self.model, self.tokenizer, prompts, size, self.batch_size, self.prefix)
+        return policy_outputs(outputs, rows)
 
 
 def train_sft(policy: SftPolicy, train_rows: list[dict], out: Path, seed: int) -> list[float]:

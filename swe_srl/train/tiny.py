@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
+from swe_srl.core.slots import TOKENS, policy_action, policy_rows
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.augment import pooled_copies, renamed_copies, swapped_libraries
 from swe_srl.train.config import TinyOptions
@@ -41,8 +42,9 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tokenizer(texts: Iterable[str], vocab_size: int):
-    """Train a byte-level BPE on ``texts``; ``<think>``/``</think>`` are single (non-special) tokens.
+def build_tokenizer(texts: Iterable[str], vocab_size: int, slots: bool = False):
+    """Train a byte-level BPE on ``texts``; ``<think>``/``</think>`` are single (non-special) tokens, and so are the
+    slot tokens ``<n0>`` … with ``slots`` (:mod:`swe_srl.core.slots`).
 
     Returned as ``AutoTokenizer`` loads it from a Qwen2 model directory (:func:`as_saved`), so that the warm-up
     tokenizes exactly as the trainer, the evaluation and every later user of the saved model do."""
@@ -60,7 +62,7 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int):
     )
     tok.train_from_iterator(texts, trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=PAD, bos_token=None)
-    fast.add_tokens([THINK_OPEN, THINK_CLOSE])
+    fast.add_tokens([THINK_OPEN, THINK_CLOSE, *(TOKENS if slots else ())])
     fast.chat_template = CHAT_TEMPLATE
     fast.padding_side = "left"
     return as_saved(fast)
@@ -89,7 +91,7 @@ def build_model(tokenizer, options: TinyOptions):
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=options.hidden_size,
-        intermediate_size=options.hidden_size * 2,
+        intermediate_size=max(1, round(options.hidden_size * options.mlp_ratio)),
         num_hidden_layers=options.layers,
         num_attention_heads=options.heads,
         num_key_value_heads=max(1, options.heads // 2),
@@ -132,7 +134,7 @@ def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_com
     for row in fit_rows(rows, max_prompt_tokens, tokenizer):
         text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
         prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
-        target = sft_target(tokenizer, row["expert_action"], max_tokens=max_completion_tokens)
+        target = sft_target(tokenizer, policy_action(row), max_tokens=max_completion_tokens)
         examples.append((prompt, target))
     return examples
 
@@ -164,7 +166,7 @@ def format_warmup(
 
     import torch
 
-    rows = warmup_rows(rows, options)
+    rows = policy_rows(warmup_rows(rows, options), tokenizer)  # slotted for a slotted tokenizer
     examples = warmup_examples(rows, tokenizer, options.max_prompt_tokens, options.warmup_target_tokens)
     if not examples:
         return []
@@ -227,7 +229,7 @@ def make_tiny_policy(
     options = options or TinyOptions()
     if (directory / "config.json").exists() and (directory / "tokenizer.json").exists():
         return directory
-    tokenizer = build_tokenizer(texts, options.vocab_size)
+    tokenizer = build_tokenizer(texts, options.vocab_size, options.slots)
     model = build_model(tokenizer, options)
     losses = (
         format_warmup(model, tokenizer, warmup_rows, options) if warmup_rows and options.warmup_steps else []
@@ -253,9 +255,9 @@ def make_tiny_policy(
 
 
 def sample_texts(rows: Iterable[dict]) -> Iterable[str]:
-    """Every message and action text of the samples, to train the tokenizer on."""
+    """Every message and action text of the samples (the action as the policy writes it), to train the tokenizer on."""
     for row in rows:
         for message in row["prompt"]:
             yield message["content"]
-        yield row["expert_action"]
+        yield policy_action(row)
         yield row.get("expert_thought", "")

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from swe_srl.core.actions import THINK_OPEN, parse_output
+from swe_srl.core.slots import policy_action
 from swe_srl.errors import ActionFormatError, TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.config import DynamicSampling
@@ -272,7 +273,7 @@ class SRLGRPOTrainer(TRLHooks):
         targets = [
             sft_target(
                 tokenizer,
-                row["expert_action"],
+                policy_action(row),
                 str(row.get("expert_thought") or ""),
                 self.format_prefix,
                 self.max_completion_length,

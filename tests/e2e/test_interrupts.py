@@ -210,10 +210,11 @@ def test_stopped_train_leaves_nothing(docker_engine, tmp_path: Path, sig) -> Non
     """RLVR episodes of a tiny model on the bundled train tasks: ``sig`` once the first episode's container runs."""
     pytest.importorskip("trl")
     from swe_srl.core.prompts import build_messages
+    from swe_srl.train.config import TinyOptions
     from swe_srl.train.tiny import make_tiny_policy
 
     texts = [m["content"] for m in build_messages("Fix the bug", [("ls", "x.py")])]
-    init = make_tiny_policy(texts, tmp_path / "init")
+    init = make_tiny_policy(texts, tmp_path / "init", TinyOptions(slots=False))  # RLVR episodes: plain text
     sets = ["trl.max_steps=1", "rlvr.max_turns=2", "rlvr.max_new_tokens=8", "eval.max_samples=0"]
     args = ["--stage", "rlvr", "--init", str(init), "--tasks", "bundled:train", "-o", str(tmp_path / "out")]
     run = Run([*CLI, "train", *args, *(f"--set={s}" for s in sets)], tmp_path / "train")

@@ -12,6 +12,7 @@ pytest.importorskip("trl")
 from conftest import make_samples  # noqa: E402
 
 from swe_srl.errors import TrainingError  # noqa: E402
+from swe_srl.train.config import TinyOptions  # noqa: E402
 from swe_srl.train.data import read_samples, split_rows, to_dataset  # noqa: E402
 from swe_srl.train.tiny import make_tiny_policy, sample_texts  # noqa: E402
 
@@ -66,6 +67,20 @@ def test_tiny_policy_reloads_with_auto_classes(tmp_path: Path):
     assert prompt.endswith("<think>")
     # trained on these few texts: BPE stops when no pair repeats, well under the default's 2048 (+ the 2 think tokens)
     assert model.config.vocab_size == len(tok) and 256 < len(tok) < 1000
+
+
+def test_tiny_mlp_ratio_sets_the_mlp_width_of_the_saved_model(tmp_path: Path):
+    from transformers import AutoModelForCausalLM
+
+    narrow = TinyOptions(hidden_size=64, mlp_ratio=0.5, warmup_steps=0)
+    path = make_tiny_policy(sample_texts(make_samples()), tmp_path / "tiny", narrow)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    assert model.config.intermediate_size == 32
+    assert model.model.layers[0].mlp.up_proj.out_features == 32
+    default = AutoModelForCausalLM.from_pretrained(
+        make_tiny_policy(sample_texts(make_samples()), tmp_path / "d")
+    )
+    assert default.config.intermediate_size == 2 * TinyOptions().hidden_size
 
 
 def test_oracle_prompt_contains_files_and_plain_does_not():

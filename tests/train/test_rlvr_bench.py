@@ -93,10 +93,12 @@ def test_rlvr_bench_plays_the_same_episodes_one_and_several_at_a_time(tmp_path):
     except DockerUnavailable as exc:
         pytest.skip(f"no Docker engine answers: {exc}")
     from swe_srl.core.prompts import build_messages
+    from swe_srl.train.config import TinyOptions
     from swe_srl.train.tiny import make_tiny_policy
 
     texts = [m["content"] for m in build_messages("Fix the bug", [("ls", "x.py")])]
-    init = make_tiny_policy(texts, tmp_path / "init")  # not the warmed-up default: built in a second
+    plain = TinyOptions(slots=False)  # RLVR episodes are plain text
+    init = make_tiny_policy(texts, tmp_path / "init", plain)  # not the warmed-up default: built in a second
     out = tmp_path / "rlvr.json"
     cmd = [sys.executable, str(ROOT / "bench" / "rlvr.py"), "--n", "2", "--episodes", "2", "--parallel", "2"]
     cmd += [

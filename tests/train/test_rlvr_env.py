@@ -19,7 +19,13 @@ from swe_srl.train.run import run_training  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docker"))
 
 pytestmark = [pytest.mark.train, pytest.mark.docker]
-TINY = ["tiny.hidden_size=32", "tiny.vocab_size=300", "tiny.warmup_steps=4", "eval.max_samples=0"]
+TINY = [
+    "tiny.hidden_size=32",
+    "tiny.vocab_size=300",
+    "tiny.warmup_steps=4",
+    "eval.max_samples=0",
+    "tiny.slots=false",
+]
 
 
 @pytest.fixture(scope="module")

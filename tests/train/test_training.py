@@ -131,7 +131,10 @@ def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, t
     from swe_srl.train.run import build_trainer
     from swe_srl.train.tiny import make_tiny_policy, sample_texts
 
-    model = make_tiny_policy(sample_texts(read_samples(samples_file)), tmp_path / "hf-model")
+    from swe_srl.train.config import TinyOptions
+
+    plain = TinyOptions(slots=False)  # a stand-in for a real checkpoint: no slot tokens
+    model = make_tiny_policy(sample_texts(read_samples(samples_file)), tmp_path / "hf-model", plain)
     cfg = load_config(None, [], model=str(model), samples=str(samples_file), output=str(tmp_path / "a"))
     args = grpo_args(cfg, tiny=False)
     assert (args.learning_rate, args.beta, args.num_generations, args.max_grad_norm) == (5e-6, 0.05, 8, 1.0)

@@ -1,0 +1,136 @@
+"""Slotted names: how the tiny policy copies names it has never seen (``tiny.slots``).
+
+A small model trained from scratch on two libraries writes the names it memorised there (``toolz/itertoolz.py``,
+``tests/test_parse.py::test_datetimes``) and copies none from its prompt, so on a held-out library every path and test
+id it writes is wrong (docs/training.md). Slotting is the classic answer for copying out-of-vocabulary words (entity
+anonymisation; a pointer network's extended vocabulary): every code name the prompt holds — the words of its file
+paths and test ids, the functions and classes its oracle windows define — becomes a slot token ``<n0>``, ``<n1>``, …,
+numbered by first appearance, everywhere but in the system prompt. The policy reads and writes slots; its output is
+mapped back to the names (:func:`unslot`) before any reward sees it. Which slot holds the test file is then a matter
+of where it stands in the problem statement, learnable on the train libraries, instead of a name to recall.
+
+Only the prompt picks the names (never the expert's action), by the same rule on every split. A slotted policy is
+one whose tokenizer holds the slot tokens (:func:`uses_slots`): the tiny model built with ``tiny.slots``, and every
+checkpoint trained from it; real models (``--model``) have none and see the plain text.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import keyword
+import re
+from collections.abc import Sequence
+from typing import Any
+
+GENERIC = frozenset(keyword.kwlist) | frozenset(dir(builtins))
+"""Python's own words: never a slot (nor a renamed name: :mod:`swe_srl.train.augment`)."""
+SLOTS = 32
+"""Slot tokens ``<n0>`` … ``<n31>``; a prompt's names past the 32nd stay as they are."""
+TOKENS = tuple(f"<n{i}>" for i in range(SLOTS))
+_SLOT = re.compile(r"<n(\d+)>")
+_PATH = re.compile(r"[\w./-]*\w\.py\b")
+_TEST_ID = re.compile(r"::(\w+)")
+_DEFINED = re.compile(r"\b(?:def|class)\s+([A-Za-z_]\w+)")
+_WORD = re.compile(r"[A-Za-z_]\w{2,}")
+_ANY_WORD = re.compile(r"(?<!\w)\w+(?!\w)")
+_SHARED = frozenset({"testbed", "tests"})
+"""Path words most repositories share (the checkout's root, the usual test folder): never slotted."""
+
+
+def slot_names(text: str) -> list[str]:
+    """The code names ``text`` holds, in order of first appearance (at most :data:`SLOTS`): the words of its
+    ``.py`` paths, the test names of its test ids (``::name``) and the names it defines (``def``/``class``); no
+    Python keyword or builtin, dunder or :data:`_SHARED` path word."""
+    names = {w for path in _PATH.findall(text) for w in _WORD.findall(path.removesuffix(".py"))}
+    names |= set(_TEST_ID.findall(text)) | set(_DEFINED.findall(text))
+    names = {n for n in names if n not in GENERIC and n not in _SHARED and not n.startswith("__")}
+    first: dict[str, int] = {}
+    for match in _ANY_WORD.finditer(text):
+        first.setdefault(match.group(0), match.start())
+    return sorted((n for n in names if n in first), key=first.__getitem__)[:SLOTS]
+
+
+def _replacer(names: Sequence[str]):
+    table = {name: TOKENS[i] for i, name in enumerate(names)}
+    pattern = re.compile(
+        r"(?<!\w)(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")(?!\w)"
+    )
+    return lambda text: pattern.sub(lambda m: table[m.group(1)], text)
+
+
+def slot_messages(messages: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """(``messages`` with their code names as slot tokens everywhere but in the system prompt, the JSON map slot →
+    name). Numbered by first appearance, so a conversation that grows by turns keeps its earlier slots."""
+    text = "\n".join(str(m["content"]) for m in messages if m["role"] != "system")
+    names = slot_names(text)
+    if not names:
+        return list(messages), "{}"
+    sub = _replacer(names)
+    shown = [m if m["role"] == "system" else {**m, "content": sub(str(m["content"]))} for m in messages]
+    return shown, json.dumps({TOKENS[i]: n for i, n in enumerate(names)})
+
+
+def slotted(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its prompt slotted (:func:`slot_messages`) and ``slots`` (JSON: slot → name) to map outputs
+    back; ``expert_action`` stays the expert's (rewards compare the mapped-back output with it;
+    :func:`policy_action` is the slotted target)."""
+    prompt, slots = slot_messages(row["prompt"])
+    return {**row, "prompt": prompt, "slots": slots}
+
+
+def policy_action(row: dict[str, Any]) -> str:
+    """The expert action as the policy writes it: slotted where the row is (its names as slot tokens)."""
+    action = str(row["expert_action"])
+    names = list(json.loads(row["slots"]).values()) if row.get("slots") else []
+    return _replacer(names)(action) if names else action
+
+
+def unslot(text: str, slots: str | dict[str, str] | None) -> str:
+    """``text`` with every slot token of ``slots`` (JSON or dict: slot → name) put back as its name; unknown slots
+    stay as written."""
+    table = json.loads(slots) if isinstance(slots, str) else (slots or {})
+    return _SLOT.sub(lambda m: table.get(m.group(0), m.group(0)), text) if table else text
+
+
+def uses_slots(tokenizer: Any) -> bool:
+    """Whether ``tokenizer``'s policy reads and writes slots (its vocabulary holds the slot tokens)."""
+    return TOKENS[0] in tokenizer.get_vocab()
+
+
+def policy_rows(rows: Sequence[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
+    """``rows`` as the policy of ``tokenizer`` reads them: slotted for a slotted policy, else as they are."""
+    return [slotted(r) for r in rows] if uses_slots(tokenizer) else list(rows)
+
+
+def policy_outputs(outputs: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The policy's ``outputs`` on ``rows`` as the reward scores them (slots mapped back; unchanged for plain rows)."""
+    return [unslot(o, r.get("slots")) for o, r in zip(outputs, rows, strict=True)]
+
+
+def _content(completion: Any, slots: Any) -> Any:
+    if isinstance(completion, list):  # conversational: the assistant turn's content
+        return [{**m, "content": unslot(str(m["content"]), slots)} if m.get("role") == "assistant" else m
+                for m in completion]  # fmt: skip
+    return unslot(str(completion), slots)
+
+
+class UnslottedReward:
+    """Wraps a reward function for a slotted policy: each completion's slots are mapped back to its row's names
+    (the ``slots`` column) before scoring. Picklable; other attributes (``last_components``, …) are the wrapped
+    function's."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.__name__ = getattr(inner, "__name__", type(inner).__name__)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not yet set (unpickling)
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __call__(self, prompts: list, completions: list, **columns: Any) -> list[float | None]:
+        slots = columns.get("slots") or [None] * len(completions)
+        return self.inner(
+            prompts, [_content(c, s) for c, s in zip(completions, slots, strict=True)], **columns
+        )

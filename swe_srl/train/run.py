@@ -203,7 +203,8 @@ def base_model_name(config: TrainConfig) -> str:
         config.init
         or config.model
         or f"the embedded tiny Qwen2-shaped model (hidden {tiny.hidden_size}, {tiny.layers} layers, "
-        f"vocab {tiny.vocab_size}, format warm-up {tiny.warmup_steps} steps)"
+        f"vocab {tiny.vocab_size}, format warm-up {tiny.warmup_steps} steps"
+        f"{', slotted names' if tiny.slots else ''})"
     )
 
 

@@ -126,12 +126,11 @@ def test_lora_trains_adapters_only_in_srl_and_rlvr(samples_file: Path, tmp_path:
 def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, tmp_path: Path):
     """--model (a local HF checkpoint): the paper's TRL defaults apply (lr 5e-6 cosine to 1e-6, β 0.05, 8
     generations, clip 1.0) unless overridden, prompts are not cut to the tiny context, and training runs."""
+    from swe_srl.train.config import TinyOptions
     from swe_srl.train.data import read_samples
     from swe_srl.train.policy import grpo_args
     from swe_srl.train.run import build_trainer
     from swe_srl.train.tiny import make_tiny_policy, sample_texts
-
-    from swe_srl.train.config import TinyOptions
 
     plain = TinyOptions(slots=False)  # a stand-in for a real checkpoint: no slot tokens
     model = make_tiny_policy(sample_texts(read_samples(samples_file)), tmp_path / "hf-model", plain)

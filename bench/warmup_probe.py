@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
-from swe_srl.core.slots import policy_outputs, policy_rows, slotted
+from swe_srl.core.slots import policy_outputs, policy_rows
 from swe_srl.eval.baselines import baseline_actions, baseline_outputs
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.augment import TEST_NAME
@@ -83,8 +83,7 @@ def probe(args: dict[str, str]) -> list[dict]:
     torch.set_num_threads(1)
     samples = samples or default_sample_set(True, expert_seeds=TrainConfig().expert_seeds).path
     train, held = split_rows(read_samples(samples), 0.1, split)
-    texts = sample_texts([slotted(r) for r in train] if opts.slots else train)
-    tokenizer = build_tokenizer(texts, opts.vocab_size, opts.slots)
+    tokenizer = build_tokenizer(sample_texts(train, opts.slots), opts.vocab_size, opts.slots)
     model = build_model(tokenizer, opts)
     held = fit_rows(policy_rows(held, tokenizer), opts.max_prompt_tokens, tokenizer)
     frequent = scores(baseline_outputs(baseline_actions(train, held)["frequent_at_step"]), held)

@@ -131,8 +131,8 @@ class HFPolicy:
         encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         turns = generate_ids(self.model, tokenizer, encoded, self.max_new_tokens, self.temperature)
         texts = tokenizer.batch_decode(turns, skip_special_tokens=True)
+        texts = [unslot(t, slots) for t, (_, slots) in zip(texts, shown, strict=True)]  # and writes slots
         # Templates of reasoning models (and the tiny one) open <think> in the generation prompt: put it back.
-        texts = [unslot(t, slots) for t, (_, slots) in zip(texts, shown, strict=True)]  # and writes them
         return [
             THINK_OPEN + t if p.rstrip().endswith(THINK_OPEN) else t
             for p, t in zip(prompts, texts, strict=True)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.core.actions import THINK_OPEN
-from swe_srl.core.slots import slotted
 from swe_srl.errors import ConfigError, TrainingError
 from swe_srl.train.config import TrainConfig
 from swe_srl.train.presets import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS
@@ -71,6 +70,6 @@ def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bo
         return config.init, config.model is None
     if config.model:
         return config.model, False
-    texts = sample_texts([slotted(r) for r in train_rows] if config.tiny.slots else train_rows)
+    texts = sample_texts(train_rows, config.tiny.slots)
     path = make_tiny_policy(texts, config.output_dir / "tiny-model", config.tiny, warmup_rows=train_rows)
     return str(path), True

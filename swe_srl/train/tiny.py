@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
-from swe_srl.core.slots import TOKENS, policy_action, policy_rows
+from swe_srl.core.slots import TOKENS, policy_action, policy_rows, slotted
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.augment import pooled_copies, renamed_copies, swapped_libraries
 from swe_srl.train.config import TinyOptions
@@ -254,9 +254,10 @@ def make_tiny_policy(
     return directory
 
 
-def sample_texts(rows: Iterable[dict]) -> Iterable[str]:
-    """Every message and action text of the samples (the action as the policy writes it), to train the tokenizer on."""
-    for row in rows:
+def sample_texts(rows: Iterable[dict], slots: bool = False) -> Iterable[str]:
+    """Every message and action text of the samples as the policy reads and writes them (``slots``: slotted,
+    :mod:`swe_srl.core.slots`), to train the tokenizer on."""
+    for row in map(slotted, rows) if slots else rows:
         for message in row["prompt"]:
             yield message["content"]
         yield policy_action(row)

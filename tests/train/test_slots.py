@@ -112,8 +112,7 @@ def _packages(rows, slots: bool, save: Path | None = None) -> tuple[list[str], l
     train = [r for r in rows if r["split"] == "train"]
     test = [r for r in rows if r["split"] == "test"]
     options = TinyOptions(hidden_size=64, vocab_size=400, warmup_steps=120, warmup_lr=3e-3, slots=slots)
-    texts = sample_texts([slotted(r) for r in train] if slots else train)
-    tokenizer = build_tokenizer(texts, options.vocab_size, slots)
+    tokenizer = build_tokenizer(sample_texts(train, slots), options.vocab_size, slots)
     assert uses_slots(tokenizer) is slots
     model = build_model(tokenizer, options)
     format_warmup(model, tokenizer, train, options)

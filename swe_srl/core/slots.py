@@ -106,31 +106,3 @@ def policy_rows(rows: Sequence[dict[str, Any]], tokenizer: Any) -> list[dict[str
 def policy_outputs(outputs: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
     """The policy's ``outputs`` on ``rows`` as the reward scores them (slots mapped back; unchanged for plain rows)."""
     return [unslot(o, r.get("slots")) for o, r in zip(outputs, rows, strict=True)]
-
-
-def _content(completion: Any, slots: Any) -> Any:
-    if isinstance(completion, list):  # conversational: the assistant turn's content
-        return [{**m, "content": unslot(str(m["content"]), slots)} if m.get("role") == "assistant" else m
-                for m in completion]  # fmt: skip
-    return unslot(str(completion), slots)
-
-
-class UnslottedReward:
-    """Wraps a reward function for a slotted policy: each completion's slots are mapped back to its row's names
-    (the ``slots`` column) before scoring. Picklable; other attributes (``last_components``, …) are the wrapped
-    function's."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.__name__ = getattr(inner, "__name__", type(inner).__name__)
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":  # not yet set (unpickling)
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def __call__(self, prompts: list, completions: list, **columns: Any) -> list[float | None]:
-        slots = columns.get("slots") or [None] * len(completions)
-        return self.inner(
-            prompts, [_content(c, s) for c, s in zip(completions, slots, strict=True)], **columns
-        )

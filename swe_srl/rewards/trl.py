@@ -4,6 +4,8 @@ TRL 1.16 calls ``reward_func(prompts=…, completions=…, completion_ids=…, *
 dataset columns (here ``expert_action``, ``instance_id``, ``step``, ``trajectory_hash``…) plus ``trainer_state``,
 ``log_extra(column, values)`` and ``log_metric(name, value)``; it names the function by its ``__name__``. We use
 ``log_metric`` for the mean of every reward component and ``log_extra`` for the format error of each completion.
+Two wrappers rewrite each completion before a reward function scores it: ``PrefixedReward`` (the ``<think>`` a chat
+template's generation prompt wrote) and ``UnslottedReward`` (a slotted policy's slots, mapped back to the names).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from swe_srl.core.actions import THINK_OPEN
+from swe_srl.core.slots import unslot
 from swe_srl.errors import ConfigError
 from swe_srl.rewards.effect import EFFECT_MODES, EffectEvaluator
 from swe_srl.rewards.layered import MODES, RewardWeights, score_output
@@ -122,3 +126,56 @@ def _at(values: Any, i: int) -> Any:
         if isinstance(values, Sequence) and not isinstance(values, str) and i < len(values)
         else None
     )
+
+
+class MappedReward:
+    """A reward function whose completions are rewritten (each assistant turn's text, by :meth:`rewrite`) before
+    the wrapped one scores them. Picklable (TRL may pickle reward functions); every other attribute
+    (``last_components``, ``last_format_errors``, …) is the wrapped function's."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.__name__ = getattr(inner, "__name__", type(inner).__name__)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not yet set (unpickling)
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def rewrite(self, text: str, k: int, columns: Mapping[str, Any]) -> str:
+        """Completion ``k``'s text as the wrapped function should see it (``columns``: the batch's columns)."""
+        raise NotImplementedError
+
+    def __call__(self, prompts: list, completions: list, **columns: Any) -> list[float | None]:
+        rewritten = [
+            _rewritten(c, lambda text, k=k: self.rewrite(text, k, columns)) for k, c in enumerate(completions)
+        ]
+        return self.inner(prompts, rewritten, **columns)
+
+
+def _rewritten(completion: Any, rewrite) -> Any:
+    if isinstance(completion, list):  # conversational: each assistant turn's content
+        return [{**m, "content": rewrite(str(m["content"]))} if m.get("role") == "assistant" else m
+                for m in completion]  # fmt: skip
+    return rewrite(str(completion))
+
+
+class PrefixedReward(MappedReward):
+    """For chat templates whose generation prompt already opens ``<think>``: that prefix goes back in front of each
+    completion, so format rules see the whole model turn."""
+
+    def __init__(self, inner: Any, prefix: str = THINK_OPEN) -> None:
+        super().__init__(inner)
+        self.prefix = prefix
+
+    def rewrite(self, text: str, k: int, columns: Mapping[str, Any]) -> str:
+        return self.prefix + text
+
+
+class UnslottedReward(MappedReward):
+    """For a slotted policy (:mod:`swe_srl.core.slots`): each completion's slots are mapped back to its row's names
+    (the ``slots`` column)."""
+
+    def rewrite(self, text: str, k: int, columns: Mapping[str, Any]) -> str:
+        slots = columns.get("slots")
+        return unslot(text, slots[k] if slots else None)

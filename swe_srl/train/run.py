@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.benchmark.instances import load_instances
-from swe_srl.core.slots import UnslottedReward, policy_outputs, policy_rows, uses_slots
+from swe_srl.core.slots import policy_outputs, policy_rows, uses_slots
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
 from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.rewards.trl import PrefixedReward, UnslottedReward
 from swe_srl.train.augment import swapped_libraries
 from swe_srl.train.callbacks import (
     HeldOutEvalCallback,
@@ -33,7 +34,7 @@ from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_p
 from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_refill_state, resume_metrics
 from swe_srl.train.rlvr_run import run_rlvr
 from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
-from swe_srl.train.trainer import PrefixedReward, SRLGRPOTrainer
+from swe_srl.train.trainer import SRLGRPOTrainer
 from swe_srl.trajectories import import_trajectories
 
 

@@ -19,10 +19,11 @@ from typing import Any
 
 import torch
 
-from swe_srl.core.actions import THINK_OPEN, parse_output
+from swe_srl.core.actions import parse_output
 from swe_srl.core.slots import policy_action
 from swe_srl.errors import ActionFormatError, TrainingError
 from swe_srl.paths import atomic_write_text
+from swe_srl.rewards.trl import completion_text
 from swe_srl.train.config import DynamicSampling
 from swe_srl.train.groups import first_of_group, group_keep_mask, merge_rounds, rloo_advantages
 from swe_srl.train.sft import completion_nll, sft_target, target_batch
@@ -66,18 +67,10 @@ def idempotent_input_grad_hooks(model: torch.nn.Module) -> None:
             module.enable_input_require_grads = replace  # type: ignore[method-assign]
 
 
-def _completion_text(completion: Any) -> str:
-    if isinstance(completion, list):
-        return "".join(
-            str(m.get("content", "")) for m in completion if m.get("role", "assistant") == "assistant"
-        )
-    return str(completion)
-
-
 def format_ok(completion: Any, prefix: str = "") -> bool:
     """Whether a completion (string or conversational) follows the think + one action format."""
     try:
-        parse_output(prefix + _completion_text(completion))
+        parse_output(prefix + completion_text(completion))
     except ActionFormatError:
         return False
     return True
@@ -90,38 +83,6 @@ def _format_flags(reward_funcs: list, completions: list, prefix: str) -> list[bo
         if errors is not None and len(errors) == len(completions):
             return [error is None for error in errors]
     return [format_ok(c, prefix) for c in completions]
-
-
-class PrefixedReward:
-    """Wraps a reward function for chat templates whose generation prompt already opens ``<think>``.
-
-    The prefix the template wrote is put back in front of each completion before scoring, so format rules see the
-    whole model turn. Picklable; exposes the wrapped function's ``last_components``.
-    """
-
-    def __init__(self, inner: Any, prefix: str = THINK_OPEN) -> None:
-        self.inner = inner
-        self.prefix = prefix
-        self.__name__ = getattr(inner, "__name__", type(inner).__name__)
-
-    @property
-    def last_components(self) -> list[dict[str, float]]:
-        return getattr(self.inner, "last_components", [])
-
-    @property
-    def last_format_errors(self) -> list[str | None] | None:
-        return getattr(self.inner, "last_format_errors", None)
-
-    def _prefixed(self, completion: Any) -> Any:
-        if isinstance(completion, list):
-            return [
-                {**m, "content": self.prefix + m["content"]} if m.get("role") == "assistant" else m
-                for m in completion
-            ]
-        return self.prefix + completion
-
-    def __call__(self, prompts: list, completions: list, **columns: Any) -> list[float | None]:
-        return self.inner(prompts, [self._prefixed(c) for c in completions], **columns)
 
 
 class SRLGRPOTrainer(TRLHooks):

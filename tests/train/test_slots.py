@@ -18,7 +18,6 @@ from conftest import TINY, StandInReward, make_samples  # noqa: E402
 from swe_srl.agent.models import HFPolicy  # noqa: E402
 from swe_srl.core.slots import (  # noqa: E402
     TOKENS,
-    UnslottedReward,
     policy_action,
     policy_outputs,
     policy_rows,
@@ -29,6 +28,7 @@ from swe_srl.core.slots import (  # noqa: E402
 )
 from swe_srl.errors import TrainingError  # noqa: E402
 from swe_srl.rewards import score_output  # noqa: E402
+from swe_srl.rewards.trl import UnslottedReward  # noqa: E402
 from swe_srl.train.config import TinyOptions, load_config  # noqa: E402
 from swe_srl.train.heldout import greedy_outputs  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402

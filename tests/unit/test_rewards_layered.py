@@ -9,6 +9,7 @@ import pytest
 
 from swe_srl.errors import ConfigError
 from swe_srl.rewards import SRLReward, StepContext, score_output
+from swe_srl.rewards.trl import PrefixedReward
 
 GREP = "grep -rn 'def parse' src/pkg/"
 
@@ -189,3 +190,16 @@ def test_cli_reward_json_and_table() -> None:
     assert json.loads(no_think.output)["total"] == -1.0
     missing = runner.invoke(app, [*cmd[3:-2], "--action", "@/nonexistent/file"])
     assert missing.exit_code == 2 and "nonexistent" in missing.output
+
+
+def test_prefixed_reward_puts_the_templates_think_back_and_pickles() -> None:
+    # a chat template whose generation prompt opens <think> leaves the completion without it
+    inner = SRLReward(mode="srl")
+    reward = pickle.loads(pickle.dumps(PrefixedReward(inner)))
+    bare = out(GREP).removeprefix("<think>")
+    chat = [{"role": "user", "content": "<think>"}, {"role": "assistant", "content": bare}]
+    totals = reward(prompts=["p"] * 2, completions=[bare, chat], expert_action=[GREP] * 2)
+    assert totals == [1.0, 1.0]  # without the prefix: a format error (−1)
+    assert inner(prompts=["p"], completions=[bare], expert_action=[GREP]) == [-1.0]
+    assert reward.__name__ == "srl_srl" and len(reward.last_components) == 2  # the wrapped function's
+    assert chat[0]["content"] == "<think>"  # only assistant turns are rewritten, the input is untouched

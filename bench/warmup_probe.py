@@ -37,17 +37,13 @@ from swe_srl.train.data import read_samples, split_rows
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, layer_means, prompt_text, scores
 from swe_srl.train.induction import RepeatedSpans
+from swe_srl.train.overrides import apply_override
 from swe_srl.train.samples import default_sample_set
 from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, sample_texts
 
 
 def _mean(values) -> float:
     return sum(values) / len(values)
-
-
-def _value(default, text: str):
-    """``text`` as the type of the option's default (``slots=1``/``true``: a bool)."""
-    return text.lower() in ("1", "true", "yes") if isinstance(default, bool) else type(default)(text)
 
 
 def forced_copy(model, tokenizer, held: list[dict]) -> float:
@@ -77,8 +73,9 @@ def probe(args: dict[str, str]) -> list[dict]:
     samples = args.pop("samples", None)
     args["warmup_renamed_copies"] = args.pop("aug", "0")
     decay = float(args.pop("decay", "0"))
-    defaults = TinyOptions()
-    options = {k: _value(getattr(defaults, k), v) for k, v in args.items()}
+    options: dict = {}
+    for key, value in args.items():  # the values as `swe-srl train --set tiny.KEY=VALUE` reads them
+        apply_override(options, f"{key}={value}")
     opts = TinyOptions(**{**options, "warmup_steps": checks[-1]})
     torch.set_num_threads(1)
     samples = samples or default_sample_set(True, expert_seeds=TrainConfig().expert_seeds).path

@@ -3,11 +3,13 @@
 A small model trained from scratch on two libraries writes the names it memorised there (``toolz/itertoolz.py``,
 ``tests/test_parse.py::test_datetimes``) and copies none from its prompt, so on a held-out library every path and test
 id it writes is wrong (docs/training.md). Slotting is the classic answer for copying out-of-vocabulary words (entity
-anonymisation; a pointer network's extended vocabulary): every code name the prompt holds — the words of its file
-paths and test ids, the functions and classes its oracle windows define — becomes a slot token ``<n0>``, ``<n1>``, …,
-numbered by first appearance, everywhere but in the system prompt. The policy reads and writes slots; its output is
-mapped back to the names (:func:`unslot`) before any reward sees it. Which slot holds the test file is then a matter
-of where it stands in the problem statement, learnable on the train libraries, instead of a name to recall.
+anonymisation; a pointer network's extended vocabulary): every code name the prompt holds — its ``.py`` paths, each
+whole (``tabulate/__init__.py`` is one name, so a package's file is written as the prompt shows it, not as the train
+libraries' layout suggests), the other words of its paths and test ids, the functions and classes its oracle windows
+define — becomes a slot token ``<n0>``, ``<n1>``, …, the paths first, each group numbered by first appearance,
+everywhere but in the system prompt. The policy reads and writes slots; its output is mapped back to the names
+(:func:`unslot`) before any reward sees it. Which slot holds the test file is then a matter of where it stands in the
+problem statement, learnable on the train libraries, instead of a name to recall.
 
 Only the prompt picks the names (never the expert's action), by the same rule on every split. A slotted policy is
 one whose tokenizer holds the slot tokens (:func:`uses_slots`): the tiny model built with ``tiny.slots``, and every
@@ -38,17 +40,38 @@ _SHARED = frozenset({"testbed", "tests"})
 """Path words most repositories share (the checkout's root, the usual test folder): never slotted."""
 
 
+def _paths(text: str) -> dict[str, int]:
+    """The ``.py`` paths ``text`` holds, relative to the checkout (``/testbed/``, ``./`` dropped) → first position;
+    none whose words are all unslottable (``__init__.py``)."""
+    found: dict[str, int] = {}
+    for match in _PATH.finditer(text):
+        path = match.group(0).removeprefix("/testbed/").removeprefix("./").lstrip("/")
+        words = [w for w in _WORD.findall(path.removesuffix(".py")) if _slottable(w)]
+        if words and path not in found:
+            found[path] = match.start() + match.group(0).index(path)
+    return found
+
+
+def _slottable(name: str) -> bool:
+    return name not in GENERIC and name not in _SHARED and not name.startswith("__")
+
+
 def slot_names(text: str) -> list[str]:
-    """The code names ``text`` holds, in order of first appearance (at most :data:`SLOTS`): the words of its
-    ``.py`` paths, the test names of its test ids (``::name``) and the names it defines (``def``/``class``); no
-    Python keyword or builtin, dunder or :data:`_SHARED` path word."""
+    """The code names ``text`` holds (at most :data:`SLOTS`): first its ``.py`` paths, each whole and relative to
+    the checkout, then the words of those paths, the test names of its test ids (``::name``) and the names it defines
+    (``def``/``class``) that stand outside those paths, each group in order of first appearance; no Python keyword
+    or builtin, dunder or :data:`_SHARED` path word. A path is one slot, so a file the prompt shows is written back as it stands there
+    (``tabulate/__init__.py``), whatever its layout."""
+    paths = _paths(text)
     names = {w for path in _PATH.findall(text) for w in _WORD.findall(path.removesuffix(".py"))}
     names |= set(_TEST_ID.findall(text)) | set(_DEFINED.findall(text))
-    names = {n for n in names if n not in GENERIC and n not in _SHARED and not n.startswith("__")}
+    names = {n for n in names if _slottable(n)}
+    rest = _replacer(list(paths))(text) if paths else text  # a word only inside a slotted path needs no slot
     first: dict[str, int] = {}
-    for match in _ANY_WORD.finditer(text):
+    for match in _ANY_WORD.finditer(rest):
         first.setdefault(match.group(0), match.start())
-    return sorted((n for n in names if n in first), key=first.__getitem__)[:SLOTS]
+    words = sorted((n for n in names if n in first), key=first.__getitem__)
+    return [*sorted(paths, key=paths.__getitem__), *words][:SLOTS]
 
 
 def _replacer(names: Sequence[str]):

@@ -156,7 +156,7 @@ class TinyOptions(_Strict):
     )
     slots: bool = Field(
         True,
-        description="Slotted names: the prompt's code names (path words, test ids, defined names) become slot "
+        description="Slotted names: the prompt's code names (.py paths, path words, test ids, defined names) become slot "
         "tokens <n0>, <n1>, ... the policy reads and writes, mapped back before scoring (swe_srl.core.slots).",
     )
     induction_steps: int = Field(

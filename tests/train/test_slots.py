@@ -55,11 +55,20 @@ ROW = {
 }
 
 
-def test_names_come_from_the_prompt_in_order_of_first_appearance():
+def test_names_come_from_the_prompt_paths_first_in_order_of_first_appearance():
     names = slot_names(PROBLEM)
-    # path words, test ids and defined names; 'humanize' is only called, '__init__' is a dunder
-    assert names == ["inflection", "test_titleize", "test_inflection", "titleize"]
-    assert slot_names("/testbed/tests/test_x.py and len(x)") == ["test_x"]  # root, test folder, builtins: no
+    # whole paths first, then the words, test ids and defined names outside them; 'humanize' is only called, the
+    # word 'test_inflection' stands only inside its path
+    assert names == [
+        "test_inflection.py",
+        "inflection/__init__.py",
+        "inflection",
+        "test_titleize",
+        "titleize",
+    ]
+    # a path relative to the checkout whatever its prefix; a shared folder or a builtin is no word slot
+    assert slot_names("/testbed/tests/test_x.py and ./tests/test_x.py, len(x)") == ["tests/test_x.py"]
+    assert slot_names("find . -name __init__.py") == []  # a path of unslottable words is no slot
     assert slot_names("no code here") == []
 
 
@@ -67,15 +76,16 @@ def test_a_slotted_row_keeps_the_system_prompt_and_maps_back_exactly():
     row = slotted(ROW)
     assert row["prompt"][0] == ROW["prompt"][0]
     user = row["prompt"][1]["content"]
-    assert "Regression in <n0>: <n1> fails" in user and '<file path="<n0>/__init__.py">' in user
-    assert "def <n3>(word)" in user and "inflection" not in user
-    assert row["prompt"][2]["content"] == "```bash\nsed -n '10,14p' <n0>/__init__.py\n```"
+    assert "Regression in <n2>: <n3> fails" in user and '<file path="<n1>">' in user
+    assert "<n0>::<n3>[x-X]" in user and "def <n4>(word)" in user and "inflection" not in user
+    assert row["prompt"][2]["content"] == "```bash\nsed -n '10,14p' <n1>\n```"
     assert row["expert_action"] == ROW["expert_action"]  # rewards compare with the expert's own text
     target = policy_action(row)
-    # names the prompt does not hold (cli_only, setup) stay as they are: only the prompt picks names
-    assert target == "python -m pytest -q '<n2>.py::<n1>[x-X]' && grep -n cli_only setup.py"
+    # names the prompt does not hold (cli_only, setup.py) stay as they are: only the prompt picks names
+    assert target == "python -m pytest -q '<n0>::<n3>[x-X]' && grep -n cli_only setup.py"
     assert unslot(target, row["slots"]) == ROW["expert_action"]
-    assert unslot("cat <n0>/<n9>.py", row["slots"]) == "cat inflection/<n9>.py"  # an unknown slot stays
+    assert unslot("cat /testbed/<n1>", row["slots"]) == "cat /testbed/inflection/__init__.py"
+    assert unslot("cat <n2>/<n9>.py", row["slots"]) == "cat inflection/<n9>.py"  # an unknown slot stays
     assert policy_action(ROW) == ROW["expert_action"]  # a plain row is its own target
 
 

@@ -40,38 +40,35 @@ _SHARED = frozenset({"testbed", "tests"})
 """Path words most repositories share (the checkout's root, the usual test folder): never slotted."""
 
 
-def _paths(text: str) -> dict[str, int]:
-    """The ``.py`` paths ``text`` holds, relative to the checkout (``/testbed/``, ``./`` dropped) → first position;
-    none whose words are all unslottable (``__init__.py``)."""
-    found: dict[str, int] = {}
-    for match in _PATH.finditer(text):
-        path = match.group(0).removeprefix("/testbed/").removeprefix("./").lstrip("/")
-        words = [w for w in _WORD.findall(path.removesuffix(".py")) if _slottable(w)]
-        if words and path not in found:
-            found[path] = match.start() + match.group(0).index(path)
-    return found
-
-
 def _slottable(name: str) -> bool:
+    """Whether ``name`` may be a slot: no Python keyword or builtin, dunder or :data:`_SHARED` path word."""
     return name not in GENERIC and name not in _SHARED and not name.startswith("__")
+
+
+def _checkout_paths(found: Sequence[str]) -> list[str]:
+    """The ``.py`` paths ``found`` (as :data:`_PATH` matched them, in order), relative to the checkout
+    (``/testbed/``, ``./`` dropped), once each; none whose words are all unslottable (``__init__.py``)."""
+    paths = (p.removeprefix("/testbed/").removeprefix("./").lstrip("/") for p in found)
+    return list(dict.fromkeys(p for p in paths if any(map(_slottable, _WORD.findall(p.removesuffix(".py"))))))
 
 
 def slot_names(text: str) -> list[str]:
     """The code names ``text`` holds (at most :data:`SLOTS`): first its ``.py`` paths, each whole and relative to
     the checkout, then the words of those paths, the test names of its test ids (``::name``) and the names it defines
     (``def``/``class``) that stand outside those paths, each group in order of first appearance; no Python keyword
-    or builtin, dunder or :data:`_SHARED` path word. A path is one slot, so a file the prompt shows is written back as it stands there
-    (``tabulate/__init__.py``), whatever its layout."""
-    paths = _paths(text)
-    names = {w for path in _PATH.findall(text) for w in _WORD.findall(path.removesuffix(".py"))}
+    or builtin, dunder or :data:`_SHARED` path word. A path is one slot, so a file the prompt shows is written back
+    as it stands there (``tabulate/__init__.py``), whatever its layout."""
+    found = _PATH.findall(text)
+    paths = _checkout_paths(found)
+    names = {w for path in found for w in _WORD.findall(path.removesuffix(".py"))}
     names |= set(_TEST_ID.findall(text)) | set(_DEFINED.findall(text))
     names = {n for n in names if _slottable(n)}
-    rest = _replacer(list(paths))(text) if paths else text  # a word only inside a slotted path needs no slot
+    rest = _replacer(paths)(text) if paths else text  # a word only inside a slotted path needs no slot
     first: dict[str, int] = {}
     for match in _ANY_WORD.finditer(rest):
         first.setdefault(match.group(0), match.start())
     words = sorted((n for n in names if n in first), key=first.__getitem__)
-    return [*sorted(paths, key=paths.__getitem__), *words][:SLOTS]
+    return [*paths, *words][:SLOTS]
 
 
 def _replacer(names: Sequence[str]):

@@ -156,8 +156,9 @@ class TinyOptions(_Strict):
     )
     slots: bool = Field(
         True,
-        description="Slotted names: the prompt's code names (.py paths, path words, test ids, defined names) become slot "
-        "tokens <n0>, <n1>, ... the policy reads and writes, mapped back before scoring (swe_srl.core.slots).",
+        description="Slotted names: the prompt's code names (.py paths, path words, test ids, defined names) "
+        "become slot tokens <n0>, <n1>, ... the policy reads and writes, mapped back before scoring "
+        "(swe_srl.core.slots).",
     )
     induction_steps: int = Field(
         0,

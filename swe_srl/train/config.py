@@ -102,7 +102,10 @@ class TinyOptions(_Strict):
         description="The tiny model's context, fitted by the one prompt fitter (system prompt and problem kept).",
     )
     threads: int = Field(
-        1, ge=1, description="CPU threads (torch) for the tiny model: more only add contention at this size."
+        2,
+        ge=1,
+        description="CPU threads (torch) for the tiny model (2: this machine's cores; one per run when two runs "
+        "share them).",
     )
     warmup_steps: int = Field(
         200,

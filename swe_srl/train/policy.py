@@ -8,6 +8,7 @@ from typing import Any
 from swe_srl.core.actions import THINK_OPEN
 from swe_srl.errors import ConfigError, TrainingError
 from swe_srl.train.config import TrainConfig
+from swe_srl.train.cpu import tune_cpu
 from swe_srl.train.presets import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS
 from swe_srl.train.tiny import make_tiny_policy, sample_texts
 
@@ -63,7 +64,13 @@ def peft_config(config: TrainConfig):
 
 
 def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bool]:
-    """(model path or id, is_tiny): --init, else --model, else the tiny model saved under the output dir."""
+    """(model path or id, is_tiny): --init, else --model, else the tiny model saved under the output dir.
+
+    A tiny policy (made here or an ``--init`` of one) gets its CPU settings first (:func:`tune_cpu`), so that its
+    warm-up, training and evaluation all run with them.
+    """
+    if config.model is None:
+        tune_cpu(config.tiny.threads)
     if config.init:
         if not Path(config.init).exists():
             raise TrainingError(f"--init checkpoint {config.init} does not exist")

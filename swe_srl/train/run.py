@@ -110,11 +110,6 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)
-    if tiny:  # few threads: a 64-wide model gains nothing from more
-        import torch
-
-        if not torch.cuda.is_available():
-            torch.set_num_threads(config.tiny.threads)
     held_out = spread(test_rows, config.eval.max_samples)
     train_rows, held_out = policy_rows(train_rows, tokenizer), policy_rows(held_out, tokenizer)
     max_prompt = config.tiny.max_prompt_tokens if tiny else config.max_prompt_tokens

@@ -61,8 +61,6 @@ class SftPolicy:
 
         path, tiny = prepare_policy(config, train_rows)
         self.args = grpo_args(config, tiny)
-        if tiny and not torch.cuda.is_available():
-            torch.set_num_threads(config.tiny.threads)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = AutoModelForCausalLM.from_pretrained(path)
         if torch.cuda.is_available():

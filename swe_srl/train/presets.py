@@ -44,7 +44,7 @@ TINY_TRL_DEFAULTS: dict[str, Any] = {
     "gradient_accumulation_steps": 1,
     "max_completion_length": 32,  # 87% of the train split's expert actions fit (vocab 2048)
     "max_grad_norm": 1.0,
-    "max_steps": 80,  # chosen on dev once steps took 7 s (docs/training.md "CPU runtime"): 40 -> 80 steps
+    "max_steps": 80,  # 40 -> 80 on dev once a step took 7 s (docs/training.md "80 GRPO steps")
     "logging_steps": 1,
     "save_steps": 40,
     "bf16": False,

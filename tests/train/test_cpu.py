@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -43,5 +44,8 @@ def test_tune_cpu_sets_the_torch_threads():
         "import torch; from swe_srl.train.cpu import tune_cpu; tune_cpu(1); print(torch.get_num_threads()); "
         "tune_cpu(2); print(torch.get_num_threads())"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    cpu_only = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # tune_cpu leaves a CUDA machine's threads alone
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=cpu_only
+    )
     assert done.stdout.split() == ["1", "2"]

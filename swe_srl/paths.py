@@ -35,10 +35,17 @@ def resource_dir(name: str) -> Path:
     return packaged if packaged.is_dir() else project_root() / name
 
 
+BUNDLED_BUILD = 2
+"""Revision of how the bundled suite is built from its recipes, part of the cache key: bumped when the same recipes
+would now build a different suite (2: validation reverts bytecode, so no task is dropped by a stale ``.pyc``)."""
+
+
 def bundled_suite_file() -> Path:
-    """Where ``swe-srl tasks build`` writes the bundled suite: keyed by the recipes' digest, so edits rebuild."""
+    """Where ``swe-srl tasks build`` writes the bundled suite: keyed by the recipes' digest and ``BUNDLED_BUILD``, so
+    edits rebuild."""
     recipes = resource_dir("tasks") / "bundled.json"
-    digest = hashlib.sha256(recipes.read_bytes()).hexdigest()[:12] if recipes.is_file() else "missing"
+    data = recipes.read_bytes() if recipes.is_file() else b"missing"
+    digest = hashlib.sha256(data + f"build {BUNDLED_BUILD}".encode()).hexdigest()[:12]
     return cache_dir("tasks") / f"bundled-{digest}" / "instances.jsonl"
 
 

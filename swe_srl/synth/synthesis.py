@@ -120,6 +120,15 @@ class LocalRunner:
             return tests, proc.stdout + proc.stderr
 
 
+REVERT = (
+    "cd /testbed && git checkout -q -- . && git clean -fdq"
+    " && find . -name __pycache__ -type d -prune -exec rm -rf {} +"
+)
+"""Back to the clean commit, bytecode included: sdists' ``.gitignore`` often hides ``*.pyc`` from ``git clean``, and
+a mutation of the same size applied within the same second as the previous one would run the previous one's stale
+bytecode (Python checks a source's size and whole-second mtime), as ``tabulate__tabulate-m007`` after ``m006`` did."""
+
+
 @dataclass
 class SandboxRunner:
     """Container runner: a sandbox started from the clean library's instance image; reverts with git."""
@@ -137,7 +146,7 @@ class SandboxRunner:
             # node ids only: with the grader's space-cut aliases a test `t[a b]` would count twice (as `t[a` too)
             tests, log, _ = run_tests_logged(self.sandbox, self.instance, timeout=300, aliases=False)  # type: ignore[arg-type]
         finally:
-            self.sandbox.run("cd /testbed && git checkout -q -- . && git clean -fdq")  # type: ignore[attr-defined]
+            self.sandbox.run(REVERT)  # type: ignore[attr-defined]
         return tests, log
 
 

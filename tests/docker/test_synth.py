@@ -60,3 +60,31 @@ def test_validation_keeps_a_task_whose_test_ids_hold_spaces(docker_engine, tmp_p
     kept = _validate_library(lib, tree, [recipe])
     assert list(kept) == [recipe.id]
     assert set(kept[recipe.id][1]) <= set(entry["clean_passing"])  # node ids, no space-cut alias among them
+
+
+def test_validation_reverts_bytecode_between_mutations(docker_engine, tmp_path: Path) -> None:
+    """``tabulate__tabulate-m006`` and ``m007`` flip comparisons in the same file (same size). tabulate's
+    ``.gitignore`` hides ``*.pyc`` from ``git clean``, so when ``m007`` was applied within the same second as
+    ``m006``'s run, its tests ran ``m006``'s stale bytecode and a fresh ``swe-srl tasks build`` dropped ``m007`` (and
+    its 6 test-split samples) now and then. The revert leaves no bytecode behind; both tasks reproduce."""
+    suite = json.loads((paths.resource_dir("tasks") / BUNDLED_RECIPES).read_text(encoding="utf-8"))
+    entry = next(e for e in suite["libraries"] if e["library"]["name"] == "tabulate")
+    tasks = {t["id"]: t for t in entry["tasks"]}
+    ids = ["tabulate__tabulate-m006", "tabulate__tabulate-m007"]
+    recipes = [TaskRecipe(**{**tasks[i], "FAIL_TO_PASS": tuple(tasks[i]["FAIL_TO_PASS"])}) for i in ids]
+    assert recipes[0].file == recipes[1].file
+    lib = _library(entry["library"])
+    try:
+        tree = extract_sdist(fetch_sdist(lib.name, lib.version, lib.sha256 or None), tmp_path / "src")
+    except TaskError as exc:
+        pytest.skip(f"PyPI unreachable: {exc}")
+    assert "*.pyc" in (tree / ".gitignore").read_text(encoding="utf-8")
+    clean = Instance(f"{lib.key}-clean", lib.repo, git_snapshot(tree, "clean"), "", "", "",
+                     version=lib.version, extra={"env": lib.env(), "repo_dir": str(tree)})  # fmt: skip
+    with open_sandbox(clean, profile="validation") as sandbox:
+        runner = SandboxRunner(sandbox, clean)
+        runner.run("")
+        left = sandbox.run("find /testbed -name '*.pyc' | head -3").output.strip()
+    assert left == "", f"bytecode outlived the revert: {left}"  # the deterministic part
+    kept = _validate_library(lib, tree, recipes)  # m006, then m007 at once
+    assert sorted(kept) == ids

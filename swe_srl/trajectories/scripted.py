@@ -2,7 +2,8 @@
 
 Each trajectory locates the code (grep/find/ls), inspects it (cat/sed -n/editor view), reproduces the failure
 (pytest), applies the gold patch hunk by hunk (``sed -i`` or the editor, chosen by the seed), verifies and submits.
-Observations are what the commands really printed; only trajectories whose final diff resolves the task are kept.
+Observations are what the commands really printed, except what differs on every run (``steady``); only
+trajectories whose final diff resolves the task are kept.
 """
 
 from __future__ import annotations
@@ -34,6 +35,20 @@ SUBMIT = "submit"
 MAX_STEPS = 9
 _DEF = re.compile(r"\b(?:def|class)\s+([A-Za-z_]\w*)")
 _IDENT = re.compile(r"[A-Za-z_]\w{3,}")
+_PYTEST_TIME = re.compile(
+    r"^(=* ?\d+ [a-z]+(?:, \d+ [a-z]+)* in )\d+\.\d+s(?: \(\d+:\d\d:\d\d\))?( =*)?$", re.M
+)
+_ADDRESS = re.compile(r"(?<= at )0x[0-9a-f]{6,16}\b")
+
+
+def steady(output: str) -> str:
+    """``output`` with what differs on every run made steady: pytest's summary time (``1 passed in 0.05s``) reads
+    ``in 0.01s`` and object addresses (``<... at 0x7f86d9cfc4a0>``) are numbered by first appearance
+    (``0x7f0000000001``; same object, same number). Otherwise the samples, the tokenizer, the warm-up and every
+    number a run reports would change from one generation of the trajectories to the next."""
+    output = _PYTEST_TIME.sub(lambda m: f"{m[1]}0.01s{m[2] or ''}", output)
+    numbers: dict[str, str] = {}
+    return _ADDRESS.sub(lambda m: numbers.setdefault(m[0], f"0x7f{len(numbers) + 1:010x}"), output)
 
 
 def _symbol(instance: Instance, edits: list[Edit]) -> tuple[str, bool]:
@@ -74,10 +89,11 @@ class _Script:
 
     def do(self, thought: str, action: str) -> str:
         result = self.sandbox.run(action)
+        observation = steady(result.output)
         self.steps.append(
-            Step(thought=thought, action=action, observation=result.output, exit_code=result.exit_code)
+            Step(thought=thought, action=action, observation=observation, exit_code=result.exit_code)
         )
-        return result.output
+        return observation
 
     def read(self, path: str) -> str:
         return self.sandbox.read_file(f"/testbed/{path}").decode("utf-8")

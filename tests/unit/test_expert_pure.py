@@ -4,6 +4,7 @@ import pytest
 
 from swe_srl.eval.replay import observations_match
 from swe_srl.trajectories.expert_state import ExpertState, tree_hash
+from swe_srl.trajectories.scripted import steady
 
 DIFF_A = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x\n+y\n"
 DIFF_B = "diff --git a/n.txt b/n.txt\n--- a/n.txt\n+++ b/n.txt\n@@ -1 +1 @@\n-a\n+b\n"
@@ -44,3 +45,23 @@ def test_created_files() -> None:
     assert created_files(state, 0) == frozenset() and created_files(state, 1) == frozenset()  # m.py is edited
     assert created_files(state, 2) == {"repro.py"}  # made by step 1, there before step 2
     assert created_files(state, 3) == frozenset()  # deleted again by step 2
+
+
+def test_steady_observations_keep_their_look_and_drop_what_each_run_changes() -> None:
+    """The scripted expert records ``steady`` observations: two runs of a command read the same, byte for byte."""
+    run1 = (
+        "self = <f at 0x7f86d9cfc4a0>, g = <g at 0x7f86d9cfc4b8> == <f at 0x7f86d9cfc4a0>\n1 failed in 0.10s"
+    )
+    run2 = (
+        "self = <f at 0x7f5721060000>, g = <g at 0x7f57210604a0> == <f at 0x7f5721060000>\n1 failed in 1.93s"
+    )
+    assert steady(run1) == steady(run2)
+    assert steady(run1) == (
+        "self = <f at 0x7f0000000001>, g = <g at 0x7f0000000002> == <f at 0x7f0000000001>\n1 failed in 0.01s"
+    )
+    assert steady("==== 2 failed, 3 passed, 1 warning in 65.21s (0:01:05) ====") == (
+        "==== 2 failed, 3 passed, 1 warning in 0.01s ===="
+    )
+    # only pytest's summary line and object addresses: code and other output stay as printed
+    for text in ("sleep(0.5)  # wait in 0.5s steps", "x = 0x7f86d9cfc4a0", "1 passed in 0.5s, then 2"):
+        assert steady(text) == text

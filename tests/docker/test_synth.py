@@ -20,6 +20,20 @@ pytestmark = pytest.mark.docker
 LIB = Library("parse", "1.20.2", "r1chardj0n3s/parse", ("tests",))
 
 
+def _bundled(name: str, ids: list[str], tmp_path: Path) -> tuple[dict, Library, Path, list[TaskRecipe]]:
+    """The bundled suite's entry for library ``name``, its Library, its extracted sdist and the recipes ``ids``."""
+    suite = json.loads((paths.resource_dir("tasks") / BUNDLED_RECIPES).read_text(encoding="utf-8"))
+    entry = next(e for e in suite["libraries"] if e["library"]["name"] == name)
+    tasks = {t["id"]: t for t in entry["tasks"]}
+    recipes = [TaskRecipe(**{**tasks[i], "FAIL_TO_PASS": tuple(tasks[i]["FAIL_TO_PASS"])}) for i in ids]
+    lib = _library(entry["library"])
+    try:
+        tree = extract_sdist(fetch_sdist(lib.name, lib.version, lib.sha256 or None), tmp_path / "src")
+    except TaskError as exc:
+        pytest.skip(f"PyPI unreachable: {exc}")
+    return entry, lib, tree, recipes
+
+
 def test_synthesize_parse(docker_engine, tmp_path: Path) -> None:
     try:
         tree = extract_sdist(fetch_sdist(LIB.name, LIB.version), tmp_path / "src")
@@ -47,16 +61,8 @@ def test_validation_keeps_a_task_whose_test_ids_hold_spaces(docker_engine, tmp_p
     """``inflection__inflection-m001`` breaks ``test_humanize[employee_salary-Employee salary]`` and two more. The
     grader also answers for SWE-bench's space-cut ids (``…-Employee``); synthesis counted those as tests, found six
     broken instead of the recipe's three and dropped the task at every ``swe-srl tasks build``."""
-    suite = json.loads((paths.resource_dir("tasks") / BUNDLED_RECIPES).read_text(encoding="utf-8"))
-    entry = next(e for e in suite["libraries"] if e["library"]["name"] == "inflection")
-    task = next(t for t in entry["tasks"] if t["id"] == "inflection__inflection-m001")
-    recipe = TaskRecipe(**{**task, "FAIL_TO_PASS": tuple(task["FAIL_TO_PASS"])})
+    entry, lib, tree, (recipe,) = _bundled("inflection", ["inflection__inflection-m001"], tmp_path)
     assert any(" " in t for t in recipe.FAIL_TO_PASS)
-    lib = _library(entry["library"])
-    try:
-        tree = extract_sdist(fetch_sdist(lib.name, lib.version, lib.sha256 or None), tmp_path / "src")
-    except TaskError as exc:
-        pytest.skip(f"PyPI unreachable: {exc}")
     kept = _validate_library(lib, tree, [recipe])
     assert list(kept) == [recipe.id]
     assert set(kept[recipe.id][1]) <= set(entry["clean_passing"])  # node ids, no space-cut alias among them
@@ -67,17 +73,9 @@ def test_validation_reverts_bytecode_between_mutations(docker_engine, tmp_path: 
     ``.gitignore`` hides ``*.pyc`` from ``git clean``, so when ``m007`` was applied within the same second as
     ``m006``'s run, its tests ran ``m006``'s stale bytecode and a fresh ``swe-srl tasks build`` dropped ``m007`` (and
     its 6 test-split samples) now and then. The revert leaves no bytecode behind; both tasks reproduce."""
-    suite = json.loads((paths.resource_dir("tasks") / BUNDLED_RECIPES).read_text(encoding="utf-8"))
-    entry = next(e for e in suite["libraries"] if e["library"]["name"] == "tabulate")
-    tasks = {t["id"]: t for t in entry["tasks"]}
     ids = ["tabulate__tabulate-m006", "tabulate__tabulate-m007"]
-    recipes = [TaskRecipe(**{**tasks[i], "FAIL_TO_PASS": tuple(tasks[i]["FAIL_TO_PASS"])}) for i in ids]
+    _, lib, tree, recipes = _bundled("tabulate", ids, tmp_path)
     assert recipes[0].file == recipes[1].file
-    lib = _library(entry["library"])
-    try:
-        tree = extract_sdist(fetch_sdist(lib.name, lib.version, lib.sha256 or None), tmp_path / "src")
-    except TaskError as exc:
-        pytest.skip(f"PyPI unreachable: {exc}")
     assert "*.pyc" in (tree / ".gitignore").read_text(encoding="utf-8")
     clean = Instance(f"{lib.key}-clean", lib.repo, git_snapshot(tree, "clean"), "", "", "",
                      version=lib.version, extra={"env": lib.env(), "repo_dir": str(tree)})  # fmt: skip

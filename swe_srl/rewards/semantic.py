@@ -10,7 +10,8 @@ so extra commands cost, extra edits most. Out-of-order pairs cost a factor 0.9. 
 * **location** — search (grep ≈ rg ≈ ag ≈ git grep ≈ search_dir/search_file, ``find | xargs grep``): 0.45
   pattern, 0.35 paths, 0.2 flags; find (≈ find_file): 0.4 paths, 0.6 predicates; view (cat ≈ head ≈ tail ≈ sed -n
   ≈ editor view ≈ open): 0.75 path, 0.25 line-range overlap; list (ls ≈ find -maxdepth ≈ editor view of a
-  folder): 0.7 paths, 0.3 flags. Different location families still share 0.25 × path similarity.
+  folder): 0.7 paths, 0.3 flags. Different location families still share 0.25 × path similarity, unless one
+  side looks at the whole repository (``ls``, ``grep -rn x .``: no path but ``.``), which locates nothing.
 * **edit** — sed -i / editor str_replace / create / insert / SWE-agent edit / heredoc, echo and ``python -c``
   writes: the target file gates the score (another file keeps at most 0.3 × path similarity; the open file of
   ``edit`` 0.7), then 0.3 old text + 0.7 change: 1 when the new texts are equal on the Python AST, else the lower
@@ -136,7 +137,11 @@ def _target_sim(a: str, b: str) -> float:
 
 def _pair(a: Unit, b: Unit, fuzzy: bool) -> float:
     if a.family != b.family:
-        return 0.25 * _paths(a, b) if a.family in LOCATION and b.family in LOCATION else 0.0
+        if a.family not in LOCATION or b.family not in LOCATION:
+            return 0.0
+        if set(a.paths) <= {"."} or set(b.paths) <= {"."}:  # the whole repository locates nothing
+            return 0.0
+        return 0.25 * _paths(a, b)
     name = 1.0 if a.name == b.name else 0.9
     family = a.family
     if family == "search":

@@ -65,6 +65,7 @@ CASES = [
     # --- view: cat / sed -n / head / editor view / open -----------------------------------------------------
     ("cat src/a.py", "sed -n '1,200p' src/a.py", "cat src/a.py > /dev/null"),  # a read, its output discarded
     ("cat src/a.py", "str_replace_editor view /testbed/src/a.py", "cat src/b.py"),  # editor view vs b.py
+    ("sed -n '100,114p' src/a.py", "ls src", "ls"),  # listing the file's folder beats listing the root
     (  # the same lines in the editor vs deleting those lines (sed -i instead of -n)
         "sed -n '100,160p' src/a.py",
         "str_replace_editor view src/a.py --view_range 100 160",

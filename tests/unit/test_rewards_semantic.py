@@ -21,6 +21,10 @@ CASES = [
     (GREP, "grep -rn 'class Parser' src/pkg/", 0.6, 0.85),  # different pattern, same place
     (GREP, "pip install numpy", 0.0, 0.0),  # unrelated
     (GREP, "cat src/pkg/core.py", 0.1, 0.3),  # other location command, overlapping path
+    (GREP, "ls src/pkg", 0.15, 0.3),  # listing the searched folder
+    (GREP, "ls", 0.0, 0.0),  # listing the repository root locates nothing
+    ("sed -n '100,114p' src/pkg/core.py", "ls", 0.0, 0.0),  # nor against a read of one file
+    ("ls", "grep -rn 'def parse' .", 0.0, 0.0),  # a whole-repository search is no listing either
     (
         "cat src/pkg/core.py",
         "str_replace_editor view /testbed/src/pkg/core.py",

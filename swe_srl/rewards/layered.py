@@ -8,7 +8,8 @@ computed). With the defaults 0.3/0.5/0.2 and all three layers this is exactly 0.
 ``rm -rf``, ``git reset --hard``, truncating a file, discarding a read's output) scores 0 — below any harmless
 action, a bash syntax error included — and its semantic layer is 0 too.
 The ``srl`` mode is the paper's reward: the similarity alone (the effect layer is never run for it).
-The ``mixed`` mode is the mean of the two: (similarity + layered) / 2, every layered component kept — the paper's
+The ``mixed`` mode is their weighted mean: mix·similarity + (1 − mix)·layered (mix 0.5 by default), every layered
+component kept — the paper's
 pressure towards the expert's exact text, with the layered reward's zero for an invalid or destructive command.
 """
 
@@ -39,18 +40,25 @@ class RewardWeights:
     syntax: float = 0.3
     semantic: float = 0.5
     effect: float = 0.2
+    mix: float = 0.5  # the ``mixed`` mode's share of the paper similarity (the rest is the layered reward)
 
     @classmethod
     def parse(cls, weights: RewardWeights | Mapping[str, float] | None) -> RewardWeights:
         """Accept None (defaults), a RewardWeights, or a mapping with a subset of syntax/semantic/effect."""
         if weights is None or isinstance(weights, RewardWeights):
             return weights or cls()
-        unknown = set(weights) - {"syntax", "semantic", "effect"}
+        unknown = set(weights) - {"syntax", "semantic", "effect", "mix"}
         if unknown:
-            raise ConfigError(f"unknown reward weight(s) {sorted(unknown)}: use syntax, semantic, effect")
+            raise ConfigError(
+                f"unknown reward weight(s) {sorted(unknown)}: use syntax, semantic, effect, mix"
+            )
         result = cls(**{k: float(v) for k, v in weights.items()})
         if min(result.syntax, result.semantic, result.effect) < 0 or result.syntax + result.semantic <= 0:
             raise ConfigError(f"reward weights {weights!r}: need non-negative values, syntax + semantic > 0")
+        if not 0.0 <= result.mix <= 1.0:
+            raise ConfigError(
+                f"reward weight mix={result.mix}: the paper similarity's share, between 0 and 1"
+            )
         return result
 
 
@@ -84,9 +92,10 @@ def score_step(
     if effect is not None:
         value = effect(ctx) if callable(effect) else effect
         components["effect"] = min(1.0, max(0.0, float(value)))
-    layered = components["safe"] * combine(components, RewardWeights.parse(weights))
+    parsed = RewardWeights.parse(weights)
+    layered = components["safe"] * combine(components, parsed)
     if mode == "mixed":
-        return RewardResult((components["similarity"] + layered) / 2, components)
+        return RewardResult(parsed.mix * components["similarity"] + (1 - parsed.mix) * layered, components)
     return RewardResult(layered, components)
 
 

@@ -104,6 +104,11 @@ def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, 
         "rewarded by the action's agreement with the expert's action. GRPO (TRL `GRPOTrainer`) on those rewards.",
         "",
         f"- reward: `{config.reward}`"
+        + (
+            f" ({config.reward_mix:g} × paper similarity + {1 - config.reward_mix:g} × layered)"
+            if config.reward == "mixed"
+            else ""
+        )
         + (f" (effect layer: {config.effect})" if config.reward != "srl" else ""),
         f"- advantage: `{config.advantage}`; scale_rewards `{getattr(args, 'scale_rewards', '?')}`",
         f"- dynamic sampling: {'on' if ds.enabled else 'off'}, ε = {ds.epsilon} (groups with reward std ≤ ε "

@@ -238,6 +238,12 @@ class TrainConfig(_Strict):
         description="Paper similarity, layered reward, or their mean (mixed). Without --model the default is "
         "presets.TINY_REWARD (mixed); real models default to layered.",
     )
+    reward_mix: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="--reward mixed: the paper similarity's share (mix·similarity + (1 − mix)·layered).",
+    )
     effect: EffectMode = Field("off", description="Effect layer of the layered reward.")
     fuzzy: bool = Field(False, description="Fuzzy normalization in the semantic layer.")
     advantage: Literal["grpo", "rloo"] = Field(

@@ -88,7 +88,13 @@ def build_effect(config: TrainConfig, sample_set) -> Any:
 
 def build_reward(config: TrainConfig, effect: Any = None) -> Any:
     """The shared SRL reward (rewards team), configured from the run's options."""
-    return SRLReward(mode=config.reward, effect_mode=config.effect, fuzzy=config.fuzzy, effect=effect)
+    return SRLReward(
+        mode=config.reward,
+        weights={"mix": config.reward_mix},
+        effect_mode=config.effect,
+        fuzzy=config.fuzzy,
+        effect=effect,
+    )
 
 
 def spread(rows: list[dict], n: int) -> list[dict]:
@@ -179,6 +185,7 @@ def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -
         "model": trainer.model.name_or_path,
         "advantage": config.advantage,
         "reward": config.reward,
+        "reward_mix": config.reward_mix,
         "steps": trainer.state.global_step,
         **counts,
         "reward_first_fifth": first,

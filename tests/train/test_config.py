@@ -189,6 +189,17 @@ def test_reward_default_is_mixed_for_the_tiny_model_only():
     assert load_config(None, [], preset="paper-gpu").reward == "layered"
 
 
+def test_reward_mix_is_checked_and_reaches_the_reward():
+    """reward_mix (the mixed reward's paper share) defaults to an even mix, is refused by name outside [0, 1] and is
+    what the run's reward function uses."""
+    from swe_srl.train.run import build_reward
+
+    assert load_config(None, []).reward_mix == 0.5
+    assert build_reward(load_config(None, ["reward_mix=0.75"])).weights.mix == 0.75
+    with pytest.raises(ConfigError, match="reward_mix"):
+        load_config(None, ["reward_mix=1.5"])
+
+
 def test_library_names_are_swapped_for_the_tiny_model_only():
     """The tiny default trains GRPO on swapped library names (presets.TINY_SWAP, chosen on dev); real models and the
     SFT baseline do not unless asked; an explicit value always wins; a share outside [0, 1] is refused by name."""

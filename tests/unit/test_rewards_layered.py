@@ -58,6 +58,23 @@ def test_mixed_is_the_mean_of_paper_and_layered() -> None:
     )
 
 
+def test_mixed_share_of_the_paper_reward() -> None:
+    """weights={"mix": m}: mixed = m·similarity + (1 − m)·layered; 0 and 1 are the two rewards; outside [0, 1] is
+    refused by name; SRLReward passes it through."""
+    action, expert = "grep -n 'def parse' src/pkg/core.py", GREP
+    paper = score_output(out(action), expert, mode="srl").total
+    layered = score_output(out(action), expert, mode="layered").total
+    assert paper != pytest.approx(layered)
+    for m in (0.0, 0.75, 1.0):
+        mixed = score_output(out(action), expert, mode="mixed", weights={"mix": m}).total
+        assert mixed == pytest.approx(m * paper + (1 - m) * layered)
+    assert SRLReward(mode="mixed", weights={"mix": 0.75})([""], [out(action)], [expert]) == [
+        pytest.approx(0.75 * paper + 0.25 * layered)
+    ]
+    with pytest.raises(ConfigError, match="mix=1.5"):
+        score_output(out(action), expert, mode="mixed", weights={"mix": 1.5})
+
+
 @pytest.mark.parametrize(("completion", "expert", "mode", "expected"), CASES)
 def test_score_output_cases(completion: str, expert: str, mode: str, expected: float) -> None:
     assert score_output(completion, expert, mode=mode).total == pytest.approx(expected)

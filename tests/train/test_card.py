@@ -33,3 +33,15 @@ def test_card_names_the_pool_only_when_names_are_swapped():
     assert _data_line(load_config(None, ["swap_pool=train"])).endswith("(new names from: train)")
     plain = _data_line(load_config(None, [], method="sft"))  # the SFT baseline imitates the plain samples
     assert plain == "- library names swapped (swe_srl.train.augment) in 0% of the training samples"
+
+
+def test_card_names_the_mixed_rewards_share():
+    def reward_line(config) -> str:
+        card = model_card(config, ARGS, "tiny", DATA, {}, "swe-srl train --oracle-files")
+        return next(line for line in card.splitlines() if line.startswith("- reward:"))
+
+    assert reward_line(load_config(None, [])) == (
+        "- reward: `mixed` (0.5 × paper similarity + 0.5 × layered) (effect layer: off)"
+    )
+    assert "(0.75 × paper similarity + 0.25 × layered)" in reward_line(load_config(None, ["reward_mix=0.75"]))
+    assert reward_line(load_config(None, [], reward="srl")) == "- reward: `srl`"

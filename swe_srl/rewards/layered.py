@@ -8,9 +8,9 @@ computed). With the defaults 0.3/0.5/0.2 and all three layers this is exactly 0.
 ``rm -rf``, ``git reset --hard``, truncating a file, discarding a read's output) scores 0 — below any harmless
 action, a bash syntax error included — and its semantic layer is 0 too.
 The ``srl`` mode is the paper's reward: the similarity alone (the effect layer is never run for it).
-The ``mixed`` mode is their weighted mean: mix·similarity + (1 − mix)·layered (mix 0.5 by default), every layered
-component kept — the paper's
-pressure towards the expert's exact text, with the layered reward's zero for an invalid or destructive command.
+The ``mixed`` mode is their weighted mean: mix·similarity + (1 − mix)·layered (``RewardWeights.mix``, 0.5 by
+default), every layered component kept — the paper's pressure towards the expert's exact text, with the layered
+reward's zero for an invalid or destructive command.
 """
 
 from __future__ import annotations
@@ -35,16 +35,17 @@ MODE_COMPONENTS = {"srl": ("format", "similarity"), "layered": LAYERED, "mixed":
 
 @dataclass(frozen=True)
 class RewardWeights:
-    """Weights of the layered reward (any non-negative values; they are renormalized over the computed layers)."""
+    """Weights of the layered reward (any non-negative values; they are renormalized over the computed layers) and
+    ``mix``, the ``mixed`` mode's share of the paper similarity (between 0 and 1; not renormalized)."""
 
     syntax: float = 0.3
     semantic: float = 0.5
     effect: float = 0.2
-    mix: float = 0.5  # the ``mixed`` mode's share of the paper similarity (the rest is the layered reward)
+    mix: float = 0.5
 
     @classmethod
     def parse(cls, weights: RewardWeights | Mapping[str, float] | None) -> RewardWeights:
-        """Accept None (defaults), a RewardWeights, or a mapping with a subset of syntax/semantic/effect."""
+        """Accept None (defaults), a RewardWeights, or a mapping with a subset of syntax/semantic/effect/mix."""
         if weights is None or isinstance(weights, RewardWeights):
             return weights or cls()
         unknown = set(weights) - {"syntax", "semantic", "effect", "mix"}

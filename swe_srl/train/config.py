@@ -235,8 +235,8 @@ class TrainConfig(_Strict):
     )
     reward: Literal["srl", "layered", "mixed"] = Field(
         "layered",
-        description="Paper similarity, layered reward, or their mean (mixed). Without --model the default is "
-        "presets.TINY_REWARD (mixed); real models default to layered.",
+        description="Paper similarity, layered reward, or their weighted mean (mixed: reward_mix). Without --model "
+        "the default is presets.TINY_REWARD (mixed); real models default to layered.",
     )
     reward_mix: float = Field(
         0.5,

@@ -120,6 +120,12 @@ def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, 
         f"{args.max_completion_length} tokens; learning rate {args.learning_rate} ({getattr(args.lr_scheduler_type, 'value', args.lr_scheduler_type)})",
         f"- LoRA: {f'r={config.lora.r}, alpha={config.lora.alpha}' if config.lora.enabled else 'no (full weights)'}",
         f"- optimizer steps: {summary.get('steps', '?')}",
+        "- final weights: "
+        + (
+            "as trained"
+            if config.wise_ft >= 1
+            else f"WiSE-FT, {1 - config.wise_ft:g} × start + {config.wise_ft:g} × trained (checkpoints as trained)"
+        ),
         "",
         "## Held-out metrics",
         "",

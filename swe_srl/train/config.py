@@ -244,6 +244,14 @@ class TrainConfig(_Strict):
         le=1.0,
         description="--reward mixed: the paper similarity's share (mix·similarity + (1 − mix)·layered).",
     )
+    wise_ft: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="WiSE-FT (swe_srl.train.wise): final/ holds (1 − wise_ft)·start + wise_ft·trained weights; 1 = "
+        'the trained weights (the default; a mix was tried on dev and test, docs/training.md "WiSE-FT"). SRL '
+        "without LoRA only.",
+    )
     effect: EffectMode = Field("off", description="Effect layer of the layered reward.")
     fuzzy: bool = Field(False, description="Fuzzy normalization in the semantic layer.")
     advantage: Literal["grpo", "rloo"] = Field(
@@ -335,6 +343,11 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
         )
     if config.method == "sft" and (config.stage != "srl" or config.resume):
         raise ConfigError("--method sft is a baseline of the SRL stage: no --stage rlvr, no --resume")
+    if config.wise_ft < 1 and (config.stage, config.method, config.lora.enabled) != ("srl", "srl", False):
+        raise ConfigError(
+            f"wise_ft={config.wise_ft} mixes SRL's trained weights with its start: --method srl, --stage srl, "
+            "no --lora (use wise_ft=1 there)"
+        )
     if config.stage == "rlvr" and config.loss.sft_weight:
         raise ConfigError(
             "loss.sft_weight is for the SRL stage: RLVR episodes have no expert action to imitate"

@@ -35,6 +35,7 @@ from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_r
 from swe_srl.train.rlvr_run import run_rlvr
 from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
 from swe_srl.train.trainer import SRLGRPOTrainer
+from swe_srl.train.wise import apply_wise, snapshot
 from swe_srl.trajectories import import_trajectories
 
 
@@ -186,6 +187,7 @@ def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -
         "advantage": config.advantage,
         "reward": config.reward,
         "reward_mix": config.reward_mix,
+        "wise_ft": config.wise_ft,
         "steps": trainer.state.global_step,
         **counts,
         "reward_first_fifth": first,
@@ -292,7 +294,9 @@ def run_training(
     policy_test = policy_rows(test_rows, tokenizer)  # as the policy reads them (slotted for a slotted one)
     fitted_test = fit_rows(policy_test, budget, tokenizer) if budget else policy_test
     initial_outputs = heldout_outputs(config, trainer, fitted_test)
+    start = snapshot(trainer.model) if config.wise_ft < 1 else {}
     trainer.train(resume_from_checkpoint=checkpoint)
+    apply_wise(trainer.model, start, config.wise_ft)  # final/ (not the checkpoints) is the WiSE-FT mix
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
     counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}

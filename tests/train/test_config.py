@@ -200,6 +200,26 @@ def test_reward_mix_is_checked_and_reaches_the_reward():
         load_config(None, ["reward_mix=1.5"])
 
 
+def test_wise_ft_is_off_by_default_and_checked():
+    """wise_ft (the saved final policy's share of the trained weights) is 1 (the trained weights) by default, for the
+    tiny model and real ones alike; a mix is SRL's only (full weights), refused by name for the SFT baseline, RLVR and
+    LoRA, and outside (0, 1]."""
+    assert load_config(None, []).wise_ft == 1.0
+    assert load_config(None, [], model="Qwen/Qwen2.5-Coder-7B-Instruct").wise_ft == 1.0
+    assert load_config(None, ["wise_ft=0.5"]).wise_ft == 0.5
+    assert load_config(None, ["wise_ft=0.7"], model="m").wise_ft == 0.7
+    assert load_config(None, ["wise_ft=1"], method="sft").wise_ft == 1.0
+    for bad in (["wise_ft=0"], ["wise_ft=1.5"]):
+        with pytest.raises(ConfigError, match="wise_ft"):
+            load_config(None, bad)
+    with pytest.raises(ConfigError, match="wise_ft=0.5 .*--method srl"):
+        load_config(None, ["wise_ft=0.5"], method="sft")
+    with pytest.raises(ConfigError, match="no --lora"):
+        load_config(None, ["wise_ft=0.5", "lora.enabled=true"])
+    with pytest.raises(ConfigError, match="--stage srl"):
+        load_config(None, ["wise_ft=0.5"], stage="rlvr", init="ckpt")
+
+
 def test_library_names_are_swapped_for_the_tiny_model_only():
     """The tiny default trains GRPO on swapped library names (presets.TINY_SWAP, chosen on dev); real models and the
     SFT baseline do not unless asked; an explicit value always wins; a share outside [0, 1] is refused by name."""

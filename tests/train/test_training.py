@@ -35,13 +35,21 @@ def _weights(path: Path) -> dict[str, torch.Tensor]:
 def test_tiny_training_end_to_end(samples_file: Path, tmp_path: Path):
     out = tmp_path / "run"
     cfg = load_config(
-        None, [*FAST, "trl.max_steps=2", "advantage=rloo"], samples=str(samples_file), output=str(out)
+        None,
+        [*FAST, "trl.max_steps=2", "advantage=rloo", "wise_ft=0.5"],
+        samples=str(samples_file),
+        output=str(out),
     )
     summary = run_training(cfg, reward_func=StandInReward(), command="run-1")
     assert summary["steps"] == 2 and summary["command"] == "run-1"
     assert summary["format_warmup"]["steps"] == 4
     before, after = _weights(out / "tiny-model"), _weights(out / "checkpoint-2")
     assert any(not torch.equal(before[k], after[k]) for k in before), "no parameter changed"
+    # final/ is the WiSE-FT mix of the start and the trained weights (wise_ft), the checkpoint as trained
+    assert summary["wise_ft"] == 0.5
+    final = _weights(out / "final")
+    for key, weight in final.items():
+        torch.testing.assert_close(weight, (before[key] + after[key]) / 2, msg=key)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if "reward" in r]
     assert len(train) == 2
@@ -69,6 +77,7 @@ def test_tiny_training_end_to_end(samples_file: Path, tmp_path: Path):
         "ε = 0.1",
         "KL β = 0.05",
         "SFT term λ = 0.0",
+        "final weights: WiSE-FT, 0.5 × start + 0.5 × trained",
         f"**{summary['eval'][-1]['mean_reward']:+.3f}** at step 2",  # final held-out metric
         "```\nrun-1\n```",  # the command
         "trl 1.16",
@@ -77,10 +86,21 @@ def test_tiny_training_end_to_end(samples_file: Path, tmp_path: Path):
     assert "fine-tuned version of" not in (out / "README.md").read_text()  # not TRL's template
     # resume continues from checkpoint-2; the earlier evaluation stays in the summary
     cfg = load_config(
-        None, [*FAST, "trl.max_steps=3"], samples=str(samples_file), output=str(out), resume=True
+        None,
+        [*FAST, "trl.max_steps=3", "wise_ft=0.5"],
+        samples=str(samples_file),
+        output=str(out),
+        resume=True,
     )
     resumed = run_training(cfg, reward_func=StandInReward(), command="run-2")
     assert resumed["steps"] == 3 and [e["step"] for e in resumed["eval"]] == [2, 3]
+    trained, final = (
+        _weights(out / "checkpoint-3"),
+        _weights(out / "final"),
+    )  # resumed GRPO, mixed with its start
+    assert any(not torch.equal(trained[k], after[k]) for k in trained)
+    for key, weight in final.items():
+        torch.testing.assert_close(weight, (before[key] + trained[key]) / 2, msg=key)
     steps = [
         json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines() if '"reward"' in x
     ]

@@ -4,14 +4,17 @@ Wortsman et al. (2022) fine-tune, then average the fine-tuned weights with the s
 parameter, ``(1 − a) × start + a × trained``: the mix keeps most of what training gained on the training
 distribution and gives back less of what the start did well elsewhere. Here the start is the policy GRPO began
 from (the tiny model after its format warm-up, or ``--model``/``--init``), ``a`` is ``wise_ft`` (1, the default:
-the trained weights as they are; what a mix did on the dev and test splits: docs/training.md "WiSE-FT"). Checkpoints keep the trained weights, so ``--resume`` continues GRPO itself; only
-``final/`` and the held-out report's final outputs are the mix. ``bench/interpolate.py`` replays any ``a`` on a
+the trained weights as they are; what a mix did on the dev and test splits: docs/training.md "Round 23").
+Checkpoints keep the trained weights, so ``--resume`` continues GRPO itself; only ``final/`` and the held-out
+report's final outputs are the mix. ``bench/interpolate.py`` replays any ``a`` on a
 finished run's held-out samples.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import torch
 
 
 def snapshot(model: Any) -> dict[str, Any]:
@@ -24,8 +27,6 @@ def snapshot(model: Any) -> dict[str, Any]:
 def mixed_state(start: dict[str, Any], trained: dict[str, Any], share: float) -> dict[str, Any]:
     """``(1 − share) × start + share × trained`` for every floating-point tensor of ``start``; the others (and any
     tensor ``start`` lacks) from ``trained`` as they are, in ``trained``'s dtype and device."""
-    import torch
-
     mixed = dict(trained)
     for key, weight in start.items():
         now = trained[key]

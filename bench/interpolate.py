@@ -3,13 +3,14 @@
 WiSE-FT (Wortsman et al., 2022; ``wise_ft``, :mod:`swe_srl.train.wise`) takes ``(1 − a) × start + a × trained``,
 parameter by parameter: the start is the run's ``tiny-model/`` (the warm-up's output), the trained weights its last
 ``checkpoint-*`` (GRPO's own, whatever ``wise_ft`` the run saved in ``final/``). For each ``a`` this decodes every
-line of the run's ``heldout.jsonl`` greedily from its recorded ``prompt`` (slots mapped back with its ``slots``),
+line of the run's ``heldout.jsonl`` greedily from its recorded ``messages`` (the report's own decoding:
+``heldout.greedy_outputs``, batches of ``eval.batch_size``; slots mapped back with its ``slots``),
 scores it under both rewards (layered with the effect layer off, as the held-out report does) and prints the mean
 with the paired 95% interval against the run's start. ``a = 0`` and the run's own ``wise_ft`` (``summary.json``; 1
 before the option) must reproduce the recorded starting and final outputs (the ``same`` column): the check that the
 decoding is the report's. Nothing is trained; one torch thread; a tiny run's 63 dev samples take seconds per ``a``.
 
-    python bench/interpolate.py RUN [RUN ...] [--alphas 0,0.5,1] [--max-new-tokens 32]
+    python bench/interpolate.py RUN [RUN ...] [--alphas 0,0.5,1] [--max-new-tokens 32] [--batch-size 8]
 """
 
 from __future__ import annotations
@@ -22,24 +23,11 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from swe_srl.core.slots import unslot
+from swe_srl.core.slots import policy_outputs
 from swe_srl.eval.baselines import paired_bootstrap
-from swe_srl.train.heldout import scores
+from swe_srl.train.heldout import greedy_outputs, scores
+from swe_srl.train.policy import think_prefix
 from swe_srl.train.wise import mixed_state, snapshot
-
-
-def decode(model, tokenizer, rows: list[dict], max_new_tokens: int) -> list[str]:
-    """The whole text the reward scores, per row: ``<think>`` (the prompt's prefix) + the greedy completion, unslotted."""
-    outputs = []
-    for row in rows:
-        enc = tokenizer(row["prompt"], return_tensors="pt", add_special_tokens=False)
-        with torch.no_grad():
-            out = model.generate(
-                **enc, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id
-            )
-        text = "<think>" + tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-        outputs.append(unslot(text, row.get("slots")))
-    return outputs
 
 
 def main(argv: list[str]) -> int:
@@ -47,6 +35,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--alphas", default="0,0.5,1")
     parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument(
+        "--batch-size", type=int, default=8, help="as eval.batch_size (the report's decoding)"
+    )
     args = parser.parse_args(argv)
     alphas = [float(a) for a in args.alphas.split(",")]
     torch.set_num_threads(1)
@@ -64,9 +55,11 @@ def main(argv: list[str]) -> int:
         model = AutoModelForCausalLM.from_pretrained(checkpoints[-1]).eval()
         trained = {k: v.clone() for k, v in model.state_dict().items()}
         initial = scores([r["initial_output"] for r in rows], rows)
+        prompts, prefix = [r["messages"] for r in rows], think_prefix(tokenizer)
         for a in alphas:
             model.load_state_dict(mixed_state(start, trained, a))
-            outputs = decode(model, tokenizer, rows, args.max_new_tokens)
+            raw = greedy_outputs(model, tokenizer, prompts, args.max_new_tokens, args.batch_size, prefix)
+            outputs = policy_outputs(raw, rows)
             cells = []
             for mode, values in scores(outputs, rows).items():
                 p = paired_bootstrap(values, initial[mode])

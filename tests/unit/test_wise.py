@@ -24,7 +24,7 @@ def test_mix_is_start_at_zero_trained_at_one_and_linear_between():
             p.add_(1.0)
         model.seen.fill_(9)
     trained = {k: v.clone() for k, v in model.state_dict().items()}
-    for share in (0.25, 0.5, 1.0):
+    for share in (0.0, 0.25, 0.5, 1.0):
         mixed = mixed_state(start, trained, share)
         for key, value in start.items():
             torch.testing.assert_close(mixed[key], value + share)  # every trained weight moved by exactly 1

@@ -8,7 +8,8 @@
 #   trl 1.16.0, datasets 5.2.0 (needs dill<0.4.2, multiprocess<0.70.20, xxhash, fsspec<=2026.9.0, pyarrow>=24,
 #   huggingface-hub>=1.31: the device has 1.33), dill 0.4.1, multiprocess 0.70.19, xxhash 4.1.0,
 #   fsspec 2026.9.0, pydantic 2.13.4 + pydantic-core 2.46.4 + annotated-types 0.7.0 + typing-inspection 0.4.2,
-#   typing-extensions 4.16.0 (pydantic-core needs >=4.14.1), pyarrow 26.0.1.
+#   typing-extensions 4.16.0 (pydantic-core needs >=4.14.1), pyarrow 26.0.1, unidiff 1.0.1, tree-sitter 0.26.1,
+#   tree-sitter-bash 0.25.1.
 #
 # Here (the machine without GPU), once, in the repo root:   bash bench/gpu_run.sh download
 #   = echo /.whl/ >> .git/info/exclude; python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
@@ -20,7 +21,7 @@ set -uo pipefail
 
 WHEELS="trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 xxhash==4.1.0 fsspec==2026.9.0
 pydantic==2.13.4 pydantic-core==2.46.4 annotated-types==0.7.0 typing-inspection==0.4.2 typing-extensions==4.16.0
-pyarrow==26.0.1"
+pyarrow==26.0.1 unidiff==1.0.1 tree-sitter==0.26.1 tree-sitter-bash==0.25.1"
 PLATFORMS="--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64
 --platform manylinux2014_x86_64 --platform manylinux1_x86_64"
 

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -218,7 +219,10 @@ def candidate_recipes(lib: Library, tree: Path, files: list[str], *, count: int,
 def synthesize(lib: Library, tree: Path, runner: TestRunner, candidates: list[TaskRecipe],
                out_dir: Path, progress=None) -> list[dict]:  # fmt: skip
     """Run the clean tests, then each candidate; keep valid mutations as SWE-bench records (repos in out_dir)."""
+    started = time.monotonic()
     clean, log = runner.run("")
+    if isinstance(runner, LocalRunner):  # a hanging mutation costs a few clean runs, not the default 300 s
+        runner.timeout = min(runner.timeout, 30 + 5 * (time.monotonic() - started))
     if not any(s in OK for s in clean.values()):
         raise TaskError(
             f"{lib.name}=={lib.version}: no test passes on the clean tree; log tail:\n{log[-1500:]}"
@@ -227,8 +231,11 @@ def synthesize(lib: Library, tree: Path, runner: TestRunner, candidates: list[Ta
     for recipe in candidates:
         mutated_src, gold = mutate(tree, recipe)
         forward = unified_diff(recipe.file, (tree / recipe.file).read_text(encoding="utf-8"), mutated_src)
-        tests, log = runner.run(forward)
-        split = check_mutation(clean, tests)
+        try:
+            tests, log = runner.run(forward)
+        except subprocess.TimeoutExpired:  # the mutation hangs (an endless loop): no task, the next candidate
+            tests, log = {}, ""
+        split = check_mutation(clean, tests) if tests else None
         if split and (not recipe.FAIL_TO_PASS or sorted(recipe.FAIL_TO_PASS) == split[0]):
             records.append(build_instance(lib, tree, recipe, out_dir / recipe.id, split[0], split[1], log))
         if progress:

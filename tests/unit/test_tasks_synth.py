@@ -9,7 +9,15 @@ import pytest
 
 from swe_srl.errors import TaskError
 from swe_srl.synth.mutations import OPERATORS, apply_site, find_sites, locate, unified_diff
-from swe_srl.synth.synthesis import Library, TaskRecipe, candidate_recipes, check_mutation, problem_statement
+from swe_srl.synth.synthesis import (
+    Library,
+    LocalRunner,
+    TaskRecipe,
+    candidate_recipes,
+    check_mutation,
+    problem_statement,
+    synthesize,
+)
 
 SOURCE = '''"""Module doc."""
 
@@ -114,3 +122,41 @@ def test_problem_statement_reads_like_a_bug_report() -> None:
     assert "test_clamp_low" in text and "assert 5 == 3" in text
     assert "m.py" not in text and "@@" not in text  # no fix location
     assert text == problem_statement("demo", ["tests/test_x.py::test_clamp_low"], log, seed=1)
+
+
+COUNTDOWN = """def countdown(n):
+    steps = 0
+    while n > 0:
+        n -= 1
+        steps += 1
+    return steps
+"""
+
+
+def test_a_mutation_that_hangs_is_dropped_and_synthesis_goes_on(tmp_path: Path) -> None:
+    """Removing ``n -= 1`` loops forever: its test run times out. That candidate is dropped (sqlparse's did stop a
+    whole ``swe-srl tasks synth`` with ``TimeoutExpired``); the next one, removing ``steps += 1``, is kept."""
+    tree = tmp_path / "src"
+    (tree / "countdown").mkdir(parents=True)
+    (tree / "countdown" / "__init__.py").write_text(COUNTDOWN)
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_countdown.py").write_text(
+        "from countdown import countdown\n\n\ndef test_countdown():\n    assert countdown(3) == 3\n\n\n"
+        "def test_zero():\n    assert countdown(0) == 0\n"
+    )
+    lib = Library("countdown", "1.0", "acme/countdown", ("tests",))
+    recipes = [
+        TaskRecipe(
+            f"countdown-m{k}", "countdown", "countdown/__init__.py", "countdown", "remove_statement", k, 0
+        )
+        for k in (1, 2)
+    ]
+    assert "n -= 1" not in apply_site(COUNTDOWN, locate(COUNTDOWN, "countdown", "remove_statement", 1))
+    assert "steps += 1" not in apply_site(COUNTDOWN, locate(COUNTDOWN, "countdown", "remove_statement", 2))
+    seen = []
+    records = synthesize(lib, tree, LocalRunner(tree, lib.test_files, timeout=5), recipes, tmp_path / "repos",
+                         progress=lambda recipe, ok: seen.append((recipe.id, ok)))  # fmt: skip
+    assert seen == [("countdown-m1", False), ("countdown-m2", True)]
+    assert [r["instance_id"] for r in records] == ["countdown-m2"]
+    assert records[0]["FAIL_TO_PASS"] == ["tests/test_countdown.py::test_countdown"]
+    assert records[0]["PASS_TO_PASS"] == ["tests/test_countdown.py::test_zero"]

@@ -78,7 +78,11 @@ class TestRunner(Protocol):
 
 @dataclass
 class LocalRunner:
-    """Host runner: a scratch copy of the clean tree, ``python -m pytest`` with our report plugin."""
+    """Host runner: a scratch copy of the clean tree, ``python -m pytest`` with our report plugin.
+
+    A run past ``timeout`` (a mutation that loops forever) reports no test, which no mutation check keeps; the clean
+    run (``patch`` empty) lowers the limit to 30 s plus five times its own time, so such a mutation costs a few
+    clean runs, not 300 s."""
 
     tree: Path
     test_files: tuple[str, ...]
@@ -114,9 +118,15 @@ class LocalRunner:
                 "no:cacheprovider",
                 *self.test_files,
             ]
-            proc = subprocess.run(
-                cmd, cwd=work, env=env, capture_output=True, text=True, timeout=self.timeout
-            )
+            started = time.monotonic()
+            try:
+                proc = subprocess.run(
+                    cmd, cwd=work, env=env, capture_output=True, text=True, timeout=self.timeout
+                )
+            except subprocess.TimeoutExpired:
+                return {}, f"{' '.join(self.test_files)}: no result within {self.timeout:.0f} s"
+            if not patch:
+                self.timeout = min(self.timeout, 30 + 5 * (time.monotonic() - started))
             tests = parse_report(report.read_text()) if report.exists() else {}
             return tests, proc.stdout + proc.stderr
 
@@ -219,10 +229,7 @@ def candidate_recipes(lib: Library, tree: Path, files: list[str], *, count: int,
 def synthesize(lib: Library, tree: Path, runner: TestRunner, candidates: list[TaskRecipe],
                out_dir: Path, progress=None) -> list[dict]:  # fmt: skip
     """Run the clean tests, then each candidate; keep valid mutations as SWE-bench records (repos in out_dir)."""
-    started = time.monotonic()
     clean, log = runner.run("")
-    if isinstance(runner, LocalRunner):  # a hanging mutation costs a few clean runs, not the default 300 s
-        runner.timeout = min(runner.timeout, 30 + 5 * (time.monotonic() - started))
     if not any(s in OK for s in clean.values()):
         raise TaskError(
             f"{lib.name}=={lib.version}: no test passes on the clean tree; log tail:\n{log[-1500:]}"
@@ -231,11 +238,8 @@ def synthesize(lib: Library, tree: Path, runner: TestRunner, candidates: list[Ta
     for recipe in candidates:
         mutated_src, gold = mutate(tree, recipe)
         forward = unified_diff(recipe.file, (tree / recipe.file).read_text(encoding="utf-8"), mutated_src)
-        try:
-            tests, log = runner.run(forward)
-        except subprocess.TimeoutExpired:  # the mutation hangs (an endless loop): no task, the next candidate
-            tests, log = {}, ""
-        split = check_mutation(clean, tests) if tests else None
+        tests, log = runner.run(forward)
+        split = check_mutation(clean, tests)
         if split and (not recipe.FAIL_TO_PASS or sorted(recipe.FAIL_TO_PASS) == split[0]):
             records.append(build_instance(lib, tree, recipe, out_dir / recipe.id, split[0], split[1], log))
         if progress:

@@ -94,10 +94,8 @@ def test_tiny_training_end_to_end(samples_file: Path, tmp_path: Path):
     )
     resumed = run_training(cfg, reward_func=StandInReward(), command="run-2")
     assert resumed["steps"] == 3 and [e["step"] for e in resumed["eval"]] == [2, 3]
-    trained, final = (
-        _weights(out / "checkpoint-3"),
-        _weights(out / "final"),
-    )  # resumed GRPO, mixed with its start
+    # final/ after the resume: the resumed GRPO's checkpoint mixed with the same start
+    trained, final = _weights(out / "checkpoint-3"), _weights(out / "final")
     assert any(not torch.equal(trained[k], after[k]) for k in trained)
     for key, weight in final.items():
         torch.testing.assert_close(weight, (before[key] + trained[key]) / 2, msg=key)

@@ -23,6 +23,8 @@ from swe_srl.rewards import score_output
 REWARDS = ("srl", "layered")
 MARGIN = 0.05
 """The learning target: the final policy beats every baseline and its start by this much, interval above 0."""
+STEP_ROWS = 8
+"""The printed per-step table shows steps 0 … 6 each and the later ones together (``7+``); summary.json has all."""
 
 
 def greedy_outputs(
@@ -84,6 +86,23 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
+def by_step(rows: Sequence[dict], initial: dict[str, list[float]], final: dict[str, list[float]]) -> dict:
+    """Per target step index (its place in the trajectory): samples, the start's and the final's means under both
+    rewards; where training gained and where it lost what the start already did."""
+    groups: dict[int, list[int]] = {}
+    for k, row in enumerate(rows):
+        groups.setdefault(int(row["step"]), []).append(k)
+    return {
+        str(step): {"samples": len(ks)}
+        | {
+            f"{who}_{m}": _mean([s[m][k] for k in ks])
+            for who, s in (("initial", initial), ("final", final))
+            for m in REWARDS
+        }
+        for step, ks in sorted(groups.items())
+    }
+
+
 def heldout_report(
     out_dir: Path,
     train_rows: Sequence[dict],
@@ -126,6 +145,7 @@ def heldout_report(
     }
     report["means"] = {"final": {m: _mean(final[m]) for m in REWARDS}}
     report["means"].update({name: {m: _mean(s[m]) for m in REWARDS} for name, s in others.items()})
+    report["by_step"] = by_step(test_rows, initial, final)
     report["layers"] = {
         "final": layer_means(final_outputs, test_rows),
         "initial": layer_means(initial_outputs, test_rows),
@@ -162,4 +182,31 @@ def report_table(report: dict[str, Any]) -> Table:
             f"{name} {layers['initial'].get(name, 0.0):.3f} → {value:.3f}"
             for name, value in layers["final"].items()
         )
+    return table
+
+
+def step_table(report: dict[str, Any]) -> Table:
+    """The per-step form: start → final under both rewards per step index, and each step's share of the change in
+    the mean ((final − start) × its samples / all samples; the shares add up to final − start)."""
+    total = report["samples"]
+    merged: dict[str, dict[str, float]] = {}
+    for step, cell in report.get("by_step", {}).items():
+        key = step if int(step) < STEP_ROWS - 1 else f"{STEP_ROWS - 1}+"
+        into = merged.setdefault(key, {"samples": 0} | {k: 0.0 for k in cell if k != "samples"})
+        into["samples"] += cell["samples"]
+        for k in cell:
+            if k != "samples":
+                into[k] += cell[k] * cell["samples"]  # a sum here; divided below
+    table = Table(title="held-out by step index (start → final; share: of final − start)")
+    table.add_column("step")
+    table.add_column("samples", justify="right")
+    for mode in REWARDS:
+        table.add_column(f"{mode}", justify="right")
+        table.add_column(f"share ({mode})", justify="right")
+    for key, cell in merged.items():
+        n, cells = cell["samples"], []
+        for mode in REWARDS:
+            start, end = cell[f"initial_{mode}"], cell[f"final_{mode}"]
+            cells += [f"{start / n:.3f} → {end / n:.3f}", f"{(end - start) / total:+.3f}"]
+        table.add_row(key, str(int(n)), *cells)
     return table

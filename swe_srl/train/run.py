@@ -29,7 +29,7 @@ from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig
 from swe_srl.train.data import guard_eval_instances, read_samples, split_rows, to_dataset
 from swe_srl.train.fitting import fit_rows
-from swe_srl.train.heldout import greedy_outputs, heldout_report, report_table
+from swe_srl.train.heldout import greedy_outputs, heldout_report, report_table, step_table
 from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
 from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_refill_state, resume_metrics
 from swe_srl.train.rlvr_run import run_rlvr
@@ -245,7 +245,7 @@ def write_summary(
     )
     plot_metrics(out / "metrics.jsonl", out / "training_curves.png", summary["heldout"])
     if console is not None and fitted_test:
-        console.print(report_table(summary["heldout"]))
+        console.print(report_table(summary["heldout"]), step_table(summary["heldout"]))
     summary["wall_time_s"] = round(time.monotonic() - started, 1)
     summary["command"] = command
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")

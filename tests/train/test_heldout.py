@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 from swe_srl.core.actions import format_output  # noqa: E402
 from swe_srl.core.prompts import build_messages  # noqa: E402
 from swe_srl.rewards import score_output  # noqa: E402
-from swe_srl.train.heldout import REWARDS, heldout_report, report_table  # noqa: E402
+from swe_srl.train.heldout import REWARDS, heldout_report, report_table, step_table  # noqa: E402
 from swe_srl.train.tiny import build_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.train
@@ -78,3 +78,28 @@ def test_heldout_lines_rescore_and_the_report_compares_with_baselines(tmp_path: 
     assert layers["final"]["semantic"] == pytest.approx(1.0) and layers["initial"]["semantic"] < 0.5
     assert layers["final"]["syntax"] == pytest.approx(1.0)
     assert "semantic" in str(report_table(report).caption)
+    # by step index: the start's `ls` is the expert's own action at step 0 only; the final's is exact everywhere
+    steps = report["by_step"]
+    assert list(steps) == [str(k) for k in range(len(ACTIONS))] and all(
+        c["samples"] == 1 for c in steps.values()
+    )
+    assert steps["0"]["initial_srl"] == pytest.approx(1.0) and steps["3"]["initial_srl"] < 0.5
+    assert all(c["final_srl"] == pytest.approx(1.0) for c in steps.values())
+    means = report["means"]
+    for mode in REWARDS:  # the steps' shares add up to final − start
+        share = sum(c[f"final_{mode}"] - c[f"initial_{mode}"] for c in steps.values()) / report["samples"]
+        assert share == pytest.approx(means["final"][mode] - means["initial"][mode])
+    table = step_table(report)
+    assert (
+        table.row_count == len(ACTIONS) and "+0.000" in list(table.columns[3].cells)[0]
+    )  # step 0: no change
+
+
+def test_the_step_table_keeps_early_steps_apart_and_merges_the_late_ones() -> None:
+    cells = {str(k): {"samples": 2} | {f"{w}_{m}": float(w == "final") for w in ("initial", "final") for m in REWARDS}
+             for k in range(10)}  # fmt: skip
+    table = step_table({"samples": 20, "by_step": cells})
+    rows = list(table.columns[0].cells)
+    assert rows == [*map(str, range(7)), "7+"] and list(table.columns[1].cells)[-1] == "6"
+    assert list(table.columns[3].cells)[-1] == "+0.300"  # 6 of 20 samples, each +1
+    assert list(table.columns[2].cells)[-1] == "0.000 → 1.000"

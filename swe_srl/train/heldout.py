@@ -202,7 +202,7 @@ def step_table(report: dict[str, Any]) -> Table:
     table.add_column("samples", justify="right")
     for mode in REWARDS:
         table.add_column(f"{mode}", justify="right")
-        table.add_column(f"share ({mode})", justify="right")
+        table.add_column("share", justify="right")
     for key, cell in merged.items():
         n, cells = cell["samples"], []
         for mode in REWARDS:

@@ -86,7 +86,8 @@ def run_seeds(config: TrainConfig, seeds: int, *, console=None, command: str | N
         summary = run_method(run, console=console, command=command)
         heldout = summary.get("heldout") or {}
         runs.append({"seed": seed, "output": run.output, "steps": summary.get("steps"),
-                     "samples": heldout.get("samples"), "means": heldout.get("means", {})})  # fmt: skip
+                     "samples": heldout.get("samples"), "means": heldout.get("means", {}),
+                     "by_step": heldout.get("by_step", {})})  # fmt: skip
     record = {
         "method": config.method,
         "seeds": list(range(seeds)),

@@ -77,6 +77,9 @@ def test_seeds_write_one_dir_each_and_an_aggregate(samples_file: Path, tmp_path:
             cell = saved["over_seeds"][name][reward]
             assert cell["mean"] == pytest.approx(sum(values) / 2)
             assert cell["std"] == pytest.approx(abs(values[0] - values[1]) / 2**0.5)
+    for run in saved["runs"]:  # each seed's per-step split, as in its own summary.json
+        summary = json.loads((out / f"seed-{run['seed']}" / "summary.json").read_text())
+        assert run["by_step"] and run["by_step"] == summary["heldout"]["by_step"]
     # seeds change the starting model (tiny init seed) and so its greedy outputs
     starts = [(out / f"seed-{k}" / "tiny-model" / "model.safetensors").read_bytes() for k in (0, 1)]
     assert starts[0] != starts[1]

@@ -189,24 +189,22 @@ def step_table(report: dict[str, Any]) -> Table:
     """The per-step form: start → final under both rewards per step index, and each step's share of the change in
     the mean ((final − start) × its samples / all samples; the shares add up to final − start)."""
     total = report["samples"]
-    merged: dict[str, dict[str, float]] = {}
+    groups: dict[str, list[dict[str, float]]] = {}
     for step, cell in report.get("by_step", {}).items():
-        key = step if int(step) < STEP_ROWS - 1 else f"{STEP_ROWS - 1}+"
-        into = merged.setdefault(key, {"samples": 0} | {k: 0.0 for k in cell if k != "samples"})
-        into["samples"] += cell["samples"]
-        for k in cell:
-            if k != "samples":
-                into[k] += cell[k] * cell["samples"]  # a sum here; divided below
+        groups.setdefault(step if int(step) < STEP_ROWS - 1 else f"{STEP_ROWS - 1}+", []).append(cell)
     table = Table(title="held-out by step index (start → final; share: of final − start)")
     table.add_column("step")
     table.add_column("samples", justify="right")
     for mode in REWARDS:
-        table.add_column(f"{mode}", justify="right")
+        table.add_column(mode, justify="right")
         table.add_column("share", justify="right")
-    for key, cell in merged.items():
-        n, cells = cell["samples"], []
-        for mode in REWARDS:
-            start, end = cell[f"initial_{mode}"], cell[f"final_{mode}"]
-            cells += [f"{start / n:.3f} → {end / n:.3f}", f"{(end - start) / total:+.3f}"]
-        table.add_row(key, str(int(n)), *cells)
+    for key, group in groups.items():
+        n = sum(c["samples"] for c in group)
+        row = [key, str(n)]
+        for mode in REWARDS:  # sums over the group's samples: a merged row is a sample-weighted mean
+            start, end = (
+                sum(c[f"{who}_{mode}"] * c["samples"] for c in group) for who in ("initial", "final")
+            )
+            row += [f"{start / n:.3f} → {end / n:.3f}", f"{(end - start) / total:+.3f}"]
+        table.add_row(*row)
     return table

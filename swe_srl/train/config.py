@@ -194,8 +194,9 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
             f"wise_ft={config.wise_ft} mixes SRL's trained weights with its start: --method srl, --stage srl, "
             "no --lora (use wise_ft=1 there)"
         )
-    if config.stage == "rlvr" and config.loss.sft_weight:
-        raise ConfigError(
-            "loss.sft_weight is for the SRL stage: RLVR episodes have no expert action to imitate"
-        )
+    for key in ("sft_weight", "replay_weight"):
+        if config.stage == "rlvr" and getattr(config.loss, key):
+            raise ConfigError(
+                f"loss.{key} is for the SRL stage: RLVR episodes have no expert action to imitate"
+            )
     return config

@@ -30,6 +30,13 @@ class LossOptions(StrictOptions):
         description="λ of the auxiliary SFT term: NLL of the expert action given the prompt, added to each GRPO "
         "step against language drift (0 = off; typical 0.05-0.2). Logged as sft/loss.",
     )
+    replay_weight: float = Field(
+        0.0,
+        ge=0.0,
+        description="λ of the replay anchor: NLL of the expert action on train samples drawn uniformly each step, "
+        "not only the batch's prompts (the late steps dynamic sampling drops; 0 = off). Logged as replay/loss.",
+    )
+    replay_batch: int = Field(4, ge=1, description="Train samples the replay anchor draws per step.")
 
 
 class LoraOptions(StrictOptions):

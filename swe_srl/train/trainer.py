@@ -7,7 +7,8 @@ only when ``trl.scale_rewards`` is set). Groups whose reward std ≤ epsilon are
 with groups generated for other prompts, only as many as are still missing, up to ``max_rounds`` generation rounds.
 Dropped groups and infra failures (every reward None/NaN) that still fill a slot get advantage 0 *and* an all-zero
 completion mask, so they contribute no gradient at all (not even KL). With ``sft_weight`` λ > 0 the loss gains
-λ · NLL of the expert action (:mod:`swe_srl.train.sft`), once per prompt in the batch.
+λ · NLL of the expert action (:mod:`swe_srl.train.sft`), once per prompt in the batch; with ``replay_weight`` > 0
+also on train samples drawn uniformly each step (:mod:`swe_srl.train.replay`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from swe_srl.paths import atomic_write_text
 from swe_srl.rewards.trl import completion_text
 from swe_srl.train.config import DynamicSampling
 from swe_srl.train.groups import first_of_group, group_keep_mask, merge_rounds, rloo_advantages
+from swe_srl.train.replay import ReplaySampler
 from swe_srl.train.sft import completion_nll, sft_target, target_batch
 from swe_srl.train.trl_compat import TRLHooks
 
@@ -97,6 +99,8 @@ class SRLGRPOTrainer(TRLHooks):
         fast_generation: bool = True,
         rloo_scale: str = "none",
         sft_weight: float = 0.0,
+        replay_weight: float = 0.0,
+        replay_batch: int = 4,
         model_card: Callable[[], str] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -114,6 +118,11 @@ class SRLGRPOTrainer(TRLHooks):
         gen = torch.Generator().manual_seed(self.args.seed + self.accelerator.process_index)
         self._refill_gen = gen
         self._refill_order: list[int] = []
+        self.replay_weight = replay_weight
+        self._replay = None
+        if replay_weight > 0:
+            seed = self.args.seed + 7919 + self.accelerator.process_index
+            self._replay = ReplaySampler(self.train_dataset, replay_batch, seed)
 
     def _fast_generation_ok(self) -> bool:
         """transformers' ``generate`` path only; not fp32 weights under bf16/fp16 autocast.
@@ -155,11 +164,16 @@ class SRLGRPOTrainer(TRLHooks):
 
     def refill_state(self) -> dict[str, Any]:
         """The refill random state (generator + the rest of the current permutation), for checkpoints."""
-        return {"generator": self._refill_gen.get_state().tolist(), "order": list(self._refill_order)}
+        state = {"generator": self._refill_gen.get_state().tolist(), "order": list(self._refill_order)}
+        if self._replay is not None:
+            state["replay"] = self._replay.state()
+        return state
 
     def load_refill_state(self, state: dict[str, Any]) -> None:
         self._refill_gen.set_state(torch.tensor(state["generator"], dtype=torch.uint8))
         self._refill_order = [int(i) for i in state["order"]]
+        if self._replay is not None and "replay" in state:
+            self._replay.load_state(state["replay"])
 
     def _score_round(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
         """One TRL generate+score pass; returns (batch, local keep-per-sample, global kept-group count)."""
@@ -218,6 +232,16 @@ class SRLGRPOTrainer(TRLHooks):
             merged.update(
                 self._sft_batch([rows[i] for i in picked], torch.tensor([groups[i] for i in picked]))
             )
+        if self._replay is not None:
+            merged.update(
+                self._replay.batch(
+                    self.processing_class,
+                    n_local,
+                    self.format_prefix,
+                    self.max_completion_length,
+                    self.accelerator.device,
+                )
+            )
         self.record_metric("dynamic_sampling/kept_ratio", kept / max(sampled, 1))
         self.record_metric("dynamic_sampling/rounds", len(outputs))
         self.record_metric("dynamic_sampling/filled_ratio", float(all_keep[order].float().mean()))
@@ -252,21 +276,30 @@ class SRLGRPOTrainer(TRLHooks):
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        if self.sft_weight <= 0 or "sft_row" not in inputs or not self.model.training:
+        if not self.model.training:
             return loss
-        rows = inputs["sft_row"].bool()
+        if self.sft_weight > 0 and "sft_row" in inputs:
+            loss = loss + self.sft_weight * self._expert_nll(model, inputs, "sft", "sft/loss")
+        if self.replay_weight > 0 and "replay_row" in inputs:
+            loss = loss + self.replay_weight * self._expert_nll(model, inputs, "replay", "replay/loss")
+        return loss
+
+    def _expert_nll(self, model, inputs: dict[str, Any], key: str, metric: str) -> torch.Tensor | float:
+        """NLL of the expert targets in the ``{key}_row`` rows, scaled for gradient accumulation (0 when none)."""
+        rows = inputs[f"{key}_row"].bool()
         if not rows.any():
-            return loss
+            return 0.0
+        prompt = "prompt" if key == "sft" else "replay_prompt"
         nll = completion_nll(
             model,
-            inputs["prompt_ids"][rows],
-            inputs["prompt_mask"][rows],
-            inputs["sft_target_ids"][rows],
-            inputs["sft_target_mask"][rows],
-            inputs["sft_loss_mask"][rows],
+            inputs[f"{prompt}_ids"][rows],
+            inputs[f"{prompt}_mask"][rows],
+            inputs[f"{key}_target_ids"][rows],
+            inputs[f"{key}_target_mask"][rows],
+            inputs[f"{key}_loss_mask"][rows],
         )
-        self.record_metric("sft/loss", nll.item())
-        return loss + self.sft_weight * nll / self.current_gradient_accumulation_steps
+        self.record_metric(metric, nll.item())
+        return nll / self.current_gradient_accumulation_steps
 
     # -- model card ---------------------------------------------------------------------------------------------
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):

@@ -1,5 +1,5 @@
 """Loss options of SRL/RLVR practice on the tiny model, each seen in its effect and in the metrics: the auxiliary SFT
-term (``loss.sft_weight``) and TRL's entropy bonus (``trl.entropy_coef``). A constant reward makes the GRPO term
+term (``loss.sft_weight``), the replay anchor (``loss.replay_weight``) and TRL's entropy bonus (``trl.entropy_coef``). A constant reward makes the GRPO term
 zero, so whatever moves the policy is the option under test."""
 
 from __future__ import annotations
@@ -77,6 +77,49 @@ def test_sft_term_pulls_the_policy_to_the_expert_action(samples_file: Path, tmp_
         r["dynamic_sampling/kept_ratio"] == 0.0 for r in train
     )
     assert expert_nll(out / "final", rows) < expert_nll(out / "tiny-model", rows)
+
+
+def test_replay_anchor_pulls_the_policy_to_the_expert_on_uniform_train_samples(
+    samples_file: Path, tmp_path: Path
+):
+    rows = split_rows(read_samples(samples_file))[0][:12]
+    out = tmp_path / "replay"
+    # every group is dropped (constant reward) and there is no SFT term: only the replay anchor has a gradient
+    train = _train(samples_file, out, ["loss.replay_weight=0.5", "loss.replay_batch=2"])
+    assert all(r["replay/loss"] > 0 for r in train) and all(
+        r["dynamic_sampling/kept_ratio"] == 0.0 and "sft/loss" not in r for r in train
+    )
+    assert expert_nll(out / "final", rows) < expert_nll(out / "tiny-model", rows)
+    state = json.loads(next(out.glob("checkpoint-*/refill_state-0.json")).read_text())
+    assert set(state["replay"]) == {"generator", "order"}
+
+
+def test_replay_sampler_passes_over_every_train_row_and_spreads_them_over_the_batch():
+    from conftest import make_samples
+
+    from swe_srl.train.replay import ReplaySampler
+    from swe_srl.train.tiny import build_tokenizer, sample_texts
+
+    rows = make_samples(3, seed=4)  # 15 rows
+
+    def key(row: dict) -> tuple:
+        return row["instance_id"], row["step"]
+
+    sampler = ReplaySampler(rows, count=5, seed=0)
+    first_pass = [key(r) for _ in range(3) for r in sampler.draw()]
+    assert sorted(first_pass) == sorted(key(r) for r in rows)  # every row once before any row twice
+    resumed = ReplaySampler(rows, count=5, seed=1)
+    saved = ReplaySampler(rows, count=5, seed=0)
+    saved.draw()
+    resumed.load_state(saved.state())
+    assert [key(r) for r in resumed.draw()] == first_pass[5:10]
+    tokenizer = build_tokenizer(sample_texts(rows), 300)
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    batch = ReplaySampler(rows, count=2, seed=0).batch(tokenizer, 8, "<think>", 16, "cpu")
+    assert batch["replay_row"].tolist() == [1, 0, 0, 0, 1, 0, 0, 0]
+    assert all(v.shape[0] == 8 for v in batch.values())
+    assert batch["replay_loss_mask"][batch["replay_row"] == 0].sum() == 0
+    assert (batch["replay_prompt_mask"].sum(dim=1) > 1).tolist() == batch["replay_row"].bool().tolist()
 
 
 def test_entropy_bonus_raises_the_entropy(samples_file: Path, tmp_path: Path):

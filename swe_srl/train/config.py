@@ -172,6 +172,10 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     data = deep_merge(preset_config(preset if isinstance(preset, str) else None), data)
     if "reward" not in data and not data.get("model") and data.get("effect", "off") == "off":
         data["reward"] = TINY_REWARD  # the tiny model's default; asking for an effect layer means layered
+    if not data.get("model") and "sft_thought" not in (data.get("loss") or {}):
+        data.setdefault("loss", {})["sft_thought"] = (
+            False  # the tiny policy writes an empty thought (its warm-up)
+        )
     if "swap_library_names" not in data and not data.get("model") and data.get("method", "srl") == "srl":
         # the tiny model's SRL default; the SFT baseline imitates plain samples
         data["swap_library_names"] = TINY_SWAP

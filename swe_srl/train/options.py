@@ -37,6 +37,11 @@ class LossOptions(StrictOptions):
         "not only the batch's prompts (the late steps dynamic sampling drops; 0 = off). Logged as replay/loss.",
     )
     replay_batch: int = Field(4, ge=1, description="Train samples the replay anchor draws per step.")
+    sft_thought: bool = Field(
+        True,
+        description="Condition the SFT targets (the SFT term, the replay anchor, --method sft) on the expert's "
+        "thought. The tiny model's default is false: its warm-up and its greedy decoding have an empty thought.",
+    )
 
 
 class LoraOptions(StrictOptions):

@@ -17,9 +17,8 @@ from typing import Any
 
 import torch
 
-from swe_srl.core.slots import policy_action
 from swe_srl.errors import TrainingError
-from swe_srl.train.sft import pad_left, sft_target, target_batch
+from swe_srl.train.sft import expert_turn, pad_left, target_batch
 
 
 class ReplaySampler:
@@ -47,7 +46,9 @@ class ReplaySampler:
         self.generator.set_state(torch.tensor(state["generator"], dtype=torch.uint8))
         self.order = [int(i) for i in state["order"]]
 
-    def batch(self, tokenizer: Any, width: int, prefix: str, max_tokens: int, device: Any) -> dict[str, Any]:
+    def batch(
+        self, tokenizer: Any, width: int, prefix: str, max_tokens: int, device: Any, thought: bool = True
+    ) -> dict[str, Any]:
         """``replay_*`` tensors of ``width`` rows (the training batch's), the drawn samples spread over them."""
         rows = self.draw()
         if self.count > width:
@@ -60,8 +61,7 @@ class ReplaySampler:
             if not isinstance(prompt, str):
                 prompt = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
             prompts.append(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-            thought = str(row.get("expert_thought") or "")
-            targets.append(sft_target(tokenizer, policy_action(row), thought, prefix, max_tokens))
+            targets.append(expert_turn(tokenizer, row, prefix, max_tokens, thought))
         step = width // self.count
         where = [i * step for i in range(self.count)]
         pad = tokenizer.pad_token_id

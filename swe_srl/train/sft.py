@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
+from swe_srl.core.slots import policy_action
 
 
 def sft_target(
@@ -27,6 +28,16 @@ def sft_target(
         target = target[:max_tokens]
         ids = ids[: max(0, max_tokens - len(target))]
     return ids + target, [0] * len(ids) + [1] * len(target)
+
+
+def expert_turn(
+    tokenizer: Any, row: dict, prefix: str, max_tokens: int | None, thought: bool = True
+) -> tuple[list[int], list[int]]:
+    """:func:`sft_target` of a sample row's expert step (its action as the policy writes it), with the expert's
+    thought as context when ``thought`` (``loss.sft_thought``), else an empty one, as the tiny warm-up and its
+    greedy decoding have it: the SFT term, the replay anchor and ``--method sft`` all build their targets here."""
+    text = str(row.get("expert_thought") or "") if thought else ""
+    return sft_target(tokenizer, policy_action(row), text, prefix, max_tokens)
 
 
 def pad_right(rows: list[list[int]], value: int):

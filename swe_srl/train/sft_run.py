@@ -17,25 +17,24 @@ import random
 from pathlib import Path
 from typing import Any
 
-from swe_srl.core.slots import policy_action, policy_outputs, policy_rows
+from swe_srl.core.slots import policy_outputs, policy_rows
 from swe_srl.train.callbacks import MetricsCallback
 from swe_srl.train.config import TrainConfig
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs
 from swe_srl.train.policy import grpo_args, prepare_policy, think_prefix
-from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch
+from swe_srl.train.sft import completion_nll, expert_turn, pad_left, target_batch
 
 
 def sft_examples(
-    rows: list[dict], tokenizer, prefix: str, max_completion: int
+    rows: list[dict], tokenizer, prefix: str, max_completion: int, thought: bool = True
 ) -> list[tuple[list[int], Any]]:
-    """(prompt ids, :func:`sft_target`) per (already fitted) row, as the auxiliary SFT term builds them."""
+    """(prompt ids, :func:`expert_turn`) per (already fitted) row, as the auxiliary SFT term builds them."""
     examples = []
     for row in rows:
         text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
         prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
-        thought = str(row.get("expert_thought") or "")
-        examples.append((prompt, sft_target(tokenizer, policy_action(row), thought, prefix, max_completion)))
+        examples.append((prompt, expert_turn(tokenizer, row, prefix, max_completion, thought)))
     return examples
 
 
@@ -69,6 +68,7 @@ class SftPolicy:
         self.prefix = think_prefix(self.tokenizer)
         self.max_prompt = config.tiny.max_prompt_tokens if tiny else config.max_prompt_tokens
         self.batch_size = config.eval.batch_size
+        self.thought = config.loss.sft_thought
 
     def fit(self, rows: list[dict]) -> list[dict]:
         """``rows`` as the policy reads them (slotted for a slotted policy), fitted to its context."""
@@ -89,7 +89,9 @@ def train_sft(policy: SftPolicy, train_rows: list[dict], out: Path, seed: int) -
     from transformers import get_scheduler
 
     args, model, tokenizer = policy.args, policy.model, policy.tokenizer
-    examples = sft_examples(policy.fit(train_rows), tokenizer, policy.prefix, args.max_completion_length)
+    examples = sft_examples(
+        policy.fit(train_rows), tokenizer, policy.prefix, args.max_completion_length, policy.thought
+    )
     steps = args.max_steps
     micro = max(1, args.per_device_train_batch_size // args.num_generations)
     accumulation = args.gradient_accumulation_steps

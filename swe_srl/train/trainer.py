@@ -21,14 +21,13 @@ from typing import Any
 import torch
 
 from swe_srl.core.actions import parse_output
-from swe_srl.core.slots import policy_action
 from swe_srl.errors import ActionFormatError, TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards.trl import completion_text
 from swe_srl.train.config import DynamicSampling
 from swe_srl.train.groups import first_of_group, group_keep_mask, merge_rounds, rloo_advantages
 from swe_srl.train.replay import ReplaySampler
-from swe_srl.train.sft import completion_nll, sft_target, target_batch
+from swe_srl.train.sft import completion_nll, expert_turn, target_batch
 from swe_srl.train.trl_compat import TRLHooks
 
 
@@ -101,6 +100,7 @@ class SRLGRPOTrainer(TRLHooks):
         sft_weight: float = 0.0,
         replay_weight: float = 0.0,
         replay_batch: int = 4,
+        sft_thought: bool = True,
         model_card: Callable[[], str] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -118,7 +118,7 @@ class SRLGRPOTrainer(TRLHooks):
         gen = torch.Generator().manual_seed(self.args.seed + self.accelerator.process_index)
         self._refill_gen = gen
         self._refill_order: list[int] = []
-        self.replay_weight = replay_weight
+        self.replay_weight, self.sft_thought = replay_weight, sft_thought
         self._replay = None
         if replay_weight > 0:
             seed = self.args.seed + 7919 + self.accelerator.process_index
@@ -240,6 +240,7 @@ class SRLGRPOTrainer(TRLHooks):
                     self.format_prefix,
                     self.max_completion_length,
                     self.accelerator.device,
+                    self.sft_thought,
                 )
             )
         self.record_metric("dynamic_sampling/kept_ratio", kept / max(sampled, 1))
@@ -256,13 +257,7 @@ class SRLGRPOTrainer(TRLHooks):
             if not str(row.get("expert_action") or "").strip():
                 raise TrainingError("loss.sft_weight > 0 needs an expert_action in every training row")
         targets = [
-            sft_target(
-                tokenizer,
-                policy_action(row),
-                str(row.get("expert_thought") or ""),
-                self.format_prefix,
-                self.max_completion_length,
-            )
+            expert_turn(tokenizer, row, self.format_prefix, self.max_completion_length, self.sft_thought)
             for row in rows
         ]
         batch = target_batch(targets, pad)

@@ -122,6 +122,26 @@ def test_replay_sampler_passes_over_every_train_row_and_spreads_them_over_the_ba
     assert (batch["replay_prompt_mask"].sum(dim=1) > 1).tolist() == batch["replay_row"].bool().tolist()
 
 
+def test_sft_targets_take_the_expert_thought_only_where_the_policy_writes_one():
+    """The tiny policy's warm-up and greedy decoding have an empty thought, so its SFT targets (the SFT term, the
+    replay anchor, --method sft) do too; a real model's condition on the expert's thought (context, no loss)."""
+    from conftest import make_samples
+
+    from swe_srl.train.sft import expert_turn
+
+    row = make_samples(1, seed=5)[2]
+    _, _, tokenizer = _warmup_setup([row])
+    bare = sft_target(tokenizer, row["expert_action"], "", "<think>", 64)
+    assert expert_turn(tokenizer, row, "<think>", 64, thought=False) == bare
+    ids, mask = expert_turn(tokenizer, row, "<think>", 64, thought=True)
+    context = len(ids) - len(bare[0])
+    assert context > 0 and mask[:context] == [0] * context and ids[context:] == bare[0]
+    assert tokenizer.decode(ids[:context]).strip() == row["expert_thought"]
+    assert load_config(None, []).loss.sft_thought is False
+    assert load_config(None, ["model=Qwen/Qwen2.5-Coder-7B-Instruct"]).loss.sft_thought is True
+    assert load_config(None, ["loss.sft_thought=true"]).loss.sft_thought is True
+
+
 def test_entropy_bonus_raises_the_entropy(samples_file: Path, tmp_path: Path):
     rows = split_rows(read_samples(samples_file))[0][:12]
     out = tmp_path / "entropy"

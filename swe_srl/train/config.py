@@ -30,6 +30,7 @@ from swe_srl.train.options import (
 from swe_srl.train.overrides import apply_override, load_yaml
 from swe_srl.train.presets import (
     REAL_TRL_DEFAULTS,
+    TINY_LOSS,
     TINY_REWARD,
     TINY_SWAP,
     TINY_TRL_DEFAULTS,
@@ -172,10 +173,8 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     data = deep_merge(preset_config(preset if isinstance(preset, str) else None), data)
     if "reward" not in data and not data.get("model") and data.get("effect", "off") == "off":
         data["reward"] = TINY_REWARD  # the tiny model's default; asking for an effect layer means layered
-    if not data.get("model") and "sft_thought" not in (data.get("loss") or {}):
-        data.setdefault("loss", {})["sft_thought"] = (
-            False  # the tiny policy writes an empty thought (its warm-up)
-        )
+    if not data.get("model"):  # the tiny model's loss defaults; --set loss.* still wins
+        data["loss"] = {**TINY_LOSS, **(data.get("loss") or {})}
     if "swap_library_names" not in data and not data.get("model") and data.get("method", "srl") == "srl":
         # the tiny model's SRL default; the SFT baseline imitates plain samples
         data["swap_library_names"] = TINY_SWAP

@@ -57,6 +57,12 @@ layered reward alone drifted to its floor (``ls``/``submit`` everywhere), on the
 on some seeds (dev syntax layer 0.61 on one); their mean ended higher under the layered reward on three dev
 seeds of three (+0.017, +0.135, +0.040) at about the same paper reward (-0.015, +0.021, -0.045)."""
 
+TINY_LOSS: dict[str, Any] = {"sft_thought": False, "replay_weight": 0.1}
+"""The tiny model's loss defaults. ``sft_thought`` false: its warm-up and greedy decoding write an empty thought, so
+its SFT targets (the SFT term, the replay anchor, ``--method sft``) have none. ``replay_weight`` 0.1: the replay anchor,
+chosen on the dev split (docs/training.md "Round 26"): it keeps the late steps (``submit`` after a passing test) that
+GRPO's dropped groups left unheld."""
+
 TINY_SWAP = 1.0
 """The tiny model's default ``swap_library_names``: GRPO on train samples whose library names are swapped
 (``swe_srl.train.augment``), chosen on the dev split (docs/training.md). With names from another train library it ended

@@ -24,10 +24,15 @@ from swe_srl.train.sft import expert_turn, pad_left, target_batch
 class ReplaySampler:
     """Draws train rows uniformly (shuffled passes, its own seeded generator) and builds their SFT tensors."""
 
-    def __init__(self, dataset: Any, count: int, seed: int) -> None:
+    def __init__(self, dataset: Any, count: int, seed: int, tokenizer: Any = None) -> None:
         if count < 1:
             raise TrainingError(f"loss.replay_batch must be >= 1, got {count}")
-        self.dataset, self.count = dataset, count
+        self.dataset, self.count, self.tokenizer = dataset, count, tokenizer
+        self.target: tuple[str, int | None, bool] = (
+            "",
+            None,
+            True,
+        )  # (prefix, max tokens, thought): expert_turn's
         self.generator = torch.Generator().manual_seed(seed)
         self.order: list[int] = []
 
@@ -46,10 +51,9 @@ class ReplaySampler:
         self.generator.set_state(torch.tensor(state["generator"], dtype=torch.uint8))
         self.order = [int(i) for i in state["order"]]
 
-    def batch(
-        self, tokenizer: Any, width: int, prefix: str, max_tokens: int, device: Any, thought: bool = True
-    ) -> dict[str, Any]:
+    def batch(self, width: int, device: Any) -> dict[str, Any]:
         """``replay_*`` tensors of ``width`` rows (the training batch's), the drawn samples spread over them."""
+        tokenizer, (prefix, max_tokens, thought) = self.tokenizer, self.target
         rows = self.draw()
         if self.count > width:
             raise TrainingError(f"loss.replay_batch ({self.count}) exceeds the training batch ({width} rows)")

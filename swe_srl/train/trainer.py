@@ -122,7 +122,8 @@ class SRLGRPOTrainer(TRLHooks):
         self._replay = None
         if replay_weight > 0:
             seed = self.args.seed + 7919 + self.accelerator.process_index
-            self._replay = ReplaySampler(self.train_dataset, replay_batch, seed)
+            self._replay = ReplaySampler(self.train_dataset, replay_batch, seed, self.processing_class)
+            self._replay.target = (self.format_prefix, self.max_completion_length, sft_thought)
 
     def _fast_generation_ok(self) -> bool:
         """transformers' ``generate`` path only; not fp32 weights under bf16/fp16 autocast.
@@ -233,16 +234,7 @@ class SRLGRPOTrainer(TRLHooks):
                 self._sft_batch([rows[i] for i in picked], torch.tensor([groups[i] for i in picked]))
             )
         if self._replay is not None:
-            merged.update(
-                self._replay.batch(
-                    self.processing_class,
-                    n_local,
-                    self.format_prefix,
-                    self.max_completion_length,
-                    self.accelerator.device,
-                    self.sft_thought,
-                )
-            )
+            merged.update(self._replay.batch(n_local, self.accelerator.device))
         self.record_metric("dynamic_sampling/kept_ratio", kept / max(sampled, 1))
         self.record_metric("dynamic_sampling/rounds", len(outputs))
         self.record_metric("dynamic_sampling/filled_ratio", float(all_keep[order].float().mean()))

@@ -173,8 +173,12 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     data = deep_merge(preset_config(preset if isinstance(preset, str) else None), data)
     if "reward" not in data and not data.get("model") and data.get("effect", "off") == "off":
         data["reward"] = TINY_REWARD  # the tiny model's default; asking for an effect layer means layered
-    if not data.get("model"):  # the tiny model's loss defaults; --set loss.* still wins
-        data["loss"] = {**TINY_LOSS, **(data.get("loss") or {})}
+    if not data.get(
+        "model"
+    ):  # the tiny model's loss defaults (the replay anchor: SRL only); --set loss.* wins
+        srl = (data.get("stage", "srl"), data.get("method", "srl")) == ("srl", "srl")
+        tiny_loss = TINY_LOSS if srl else {k: v for k, v in TINY_LOSS.items() if k != "replay_weight"}
+        data["loss"] = {**tiny_loss, **(data.get("loss") or {})}
     if "swap_library_names" not in data and not data.get("model") and data.get("method", "srl") == "srl":
         # the tiny model's SRL default; the SFT baseline imitates plain samples
         data["swap_library_names"] = TINY_SWAP

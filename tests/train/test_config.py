@@ -111,6 +111,11 @@ def test_sft_weight_is_for_the_srl_stage():
     assert load_config(None, ["loss.sft_weight=0.1"]).loss.sft_weight == 0.1
     with pytest.raises(ConfigError, match="loss.replay_weight is for the SRL stage"):
         load_config(None, ["loss.replay_weight=0.1"], stage="rlvr", init="ckpt")
+    assert (
+        load_config(None, [], stage="rlvr", init="ckpt").loss.replay_weight == 0
+    )  # the tiny default: SRL only
+    assert load_config(None, [], method="sft").loss.replay_weight == 0
+    assert load_config(None, []).loss.replay_weight == 0.1
 
 
 def test_trl_version_outside_the_tested_range_is_refused(monkeypatch):

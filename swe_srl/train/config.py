@@ -173,9 +173,8 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     data = deep_merge(preset_config(preset if isinstance(preset, str) else None), data)
     if "reward" not in data and not data.get("model") and data.get("effect", "off") == "off":
         data["reward"] = TINY_REWARD  # the tiny model's default; asking for an effect layer means layered
-    if not data.get(
-        "model"
-    ):  # the tiny model's loss defaults (the replay anchor: SRL only); --set loss.* wins
+    if not data.get("model"):
+        # the tiny model's loss defaults (the replay anchor: SRL only); --set loss.* wins
         srl = (data.get("stage", "srl"), data.get("method", "srl")) == ("srl", "srl")
         tiny_loss = TINY_LOSS if srl else {k: v for k, v in TINY_LOSS.items() if k != "replay_weight"}
         data["loss"] = {**tiny_loss, **(data.get("loss") or {})}

@@ -18,31 +18,23 @@ from typing import Any
 import torch
 
 from swe_srl.errors import TrainingError
-from swe_srl.train.sft import expert_turn, pad_left, target_batch
+from swe_srl.train.sft import pad_left, sft_examples, target_batch
 
 
-class ReplaySampler:
-    """Draws train rows uniformly (shuffled passes, its own seeded generator) and builds their SFT tensors."""
+class ShuffledPasses:
+    """Indices of a dataset in shuffled passes (one permutation, then the next) from its own seeded generator; the
+    state (generator + the rest of the pass) goes into checkpoints. Dynamic sampling's refill draws with one, the
+    replay anchor with another."""
 
-    def __init__(self, dataset: Any, count: int, seed: int, tokenizer: Any = None) -> None:
-        if count < 1:
-            raise TrainingError(f"loss.replay_batch must be >= 1, got {count}")
-        self.dataset, self.count, self.tokenizer = dataset, count, tokenizer
-        self.target: tuple[str, int | None, bool] = (
-            "",
-            None,
-            True,
-        )  # (prefix, max tokens, thought): expert_turn's
+    def __init__(self, size: int, seed: int) -> None:
+        self.size = size
         self.generator = torch.Generator().manual_seed(seed)
         self.order: list[int] = []
 
-    def draw(self) -> list[dict[str, Any]]:
-        rows = []
-        for _ in range(self.count):
-            if not self.order:
-                self.order = torch.randperm(len(self.dataset), generator=self.generator).tolist()
-            rows.append(dict(self.dataset[self.order.pop()]))
-        return rows
+    def next(self) -> int:
+        if not self.order:
+            self.order = torch.randperm(self.size, generator=self.generator).tolist()
+        return self.order.pop()
 
     def state(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state().tolist(), "order": list(self.order)}
@@ -51,37 +43,50 @@ class ReplaySampler:
         self.generator.set_state(torch.tensor(state["generator"], dtype=torch.uint8))
         self.order = [int(i) for i in state["order"]]
 
+
+class ReplaySampler(ShuffledPasses):
+    """Draws ``count`` train rows per step (shuffled passes) and builds their SFT tensors (:func:`sft_examples`)."""
+
+    def __init__(
+        self,
+        dataset: Any,
+        count: int,
+        seed: int,
+        tokenizer: Any = None,
+        *,
+        prefix: str = "",
+        max_tokens: int | None = None,
+        thought: bool = True,
+    ) -> None:
+        if count < 1:
+            raise TrainingError(f"loss.replay_batch must be >= 1, got {count}")
+        super().__init__(len(dataset), seed)
+        self.dataset, self.count, self.tokenizer = dataset, count, tokenizer
+        self.prefix, self.max_tokens, self.thought = prefix, max_tokens, thought
+
+    def draw(self) -> list[dict[str, Any]]:
+        return [dict(self.dataset[self.next()]) for _ in range(self.count)]
+
     def batch(self, width: int, device: Any) -> dict[str, Any]:
         """``replay_*`` tensors of ``width`` rows (the training batch's), the drawn samples spread over them."""
-        tokenizer, (prefix, max_tokens, thought) = self.tokenizer, self.target
-        rows = self.draw()
         if self.count > width:
             raise TrainingError(f"loss.replay_batch ({self.count}) exceeds the training batch ({width} rows)")
-        prompts, targets = [], []
+        rows = self.draw()
         for row in rows:
             if not str(row.get("expert_action") or "").strip():
                 raise TrainingError("loss.replay_weight > 0 needs an expert_action in every training row")
-            prompt = row["prompt"]
-            if not isinstance(prompt, str):
-                prompt = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-            prompts.append(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-            targets.append(expert_turn(tokenizer, row, prefix, max_tokens, thought))
-        step = width // self.count
-        where = [i * step for i in range(self.count)]
-        pad = tokenizer.pad_token_id
-        full_prompts, full_targets = [[pad]] * width, [([pad], [0])] * width
-        for slot, ids, target in zip(where, prompts, targets, strict=True):
-            full_prompts[slot], full_targets[slot] = ids, target
+        examples = sft_examples(rows, self.tokenizer, self.prefix, self.max_tokens, self.thought)
+        pad = self.tokenizer.pad_token_id
+        where = [i * (width // self.count) for i in range(self.count)]
+        prompts, masks, targets = [[pad]] * width, [[0]] * width, [([pad], [0])] * width
+        for slot, (prompt, target) in zip(where, examples, strict=True):
+            prompts[slot], masks[slot], targets[slot] = prompt, [1] * len(prompt), target
         marks = torch.zeros(width, dtype=torch.long)
         marks[where] = 1
-        prompt_mask = pad_left([[1] * len(p) for p in full_prompts], 0)
-        for i in range(width):
-            if not marks[i]:
-                prompt_mask[i] = 0
-        tensors = target_batch(full_targets, pad)
+        tensors = target_batch(targets, pad)
         return {
-            "replay_prompt_ids": pad_left(full_prompts, pad).to(device),
-            "replay_prompt_mask": prompt_mask.to(device),
+            "replay_prompt_ids": pad_left(prompts, pad).to(device),
+            "replay_prompt_mask": pad_left(masks, 0).to(device),
             "replay_target_ids": tensors["target_ids"].to(device),
             "replay_target_mask": tensors["target_mask"].to(device),
             "replay_loss_mask": tensors["loss_mask"].to(device),

@@ -145,7 +145,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
         format_prefix=prefix,
         fast_generation=config.fast_generation,
         rloo_scale=config.trl.get("scale_rewards", "none"),
-        **config.loss.model_dump(),  # sft_weight, replay_weight, replay_batch
+        **config.loss.model_dump(),  # sft_weight, replay_weight, replay_batch, sft_thought
     )
     trainer.remove_callback(PrinterCallback)  # the rich bar + metrics.jsonl replace printed dicts
     trainer.add_callback(RefillStateCallback(trainer))

@@ -40,6 +40,19 @@ def expert_turn(
     return sft_target(tokenizer, policy_action(row), text, prefix, max_tokens)
 
 
+def sft_examples(
+    rows: list[dict], tokenizer, prefix: str, max_completion: int | None, thought: bool = True
+) -> list[tuple[list[int], Any]]:
+    """(prompt ids, :func:`expert_turn`) per (already fitted) row: the chat prompt with its generation prompt, then
+    the expert turn; ``--method sft`` and the replay anchor build their examples here."""
+    examples = []
+    for row in rows:
+        text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
+        prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
+        examples.append((prompt, expert_turn(tokenizer, row, prefix, max_completion, thought)))
+    return examples
+
+
 def pad_right(rows: list[list[int]], value: int):
     """A (len(rows), longest) long tensor, each row padded on the right with ``value``."""
     import torch

@@ -23,19 +23,7 @@ from swe_srl.train.config import TrainConfig
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs
 from swe_srl.train.policy import grpo_args, prepare_policy, think_prefix
-from swe_srl.train.sft import completion_nll, expert_turn, pad_left, target_batch
-
-
-def sft_examples(
-    rows: list[dict], tokenizer, prefix: str, max_completion: int, thought: bool = True
-) -> list[tuple[list[int], Any]]:
-    """(prompt ids, :func:`expert_turn`) per (already fitted) row, as the auxiliary SFT term builds them."""
-    examples = []
-    for row in rows:
-        text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
-        prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
-        examples.append((prompt, expert_turn(tokenizer, row, prefix, max_completion, thought)))
-    return examples
+from swe_srl.train.sft import completion_nll, pad_left, sft_examples, target_batch
 
 
 def batches(count: int, size: int, seed: int):

@@ -26,7 +26,7 @@ from swe_srl.paths import atomic_write_text
 from swe_srl.rewards.trl import completion_text
 from swe_srl.train.config import DynamicSampling
 from swe_srl.train.groups import first_of_group, group_keep_mask, merge_rounds, rloo_advantages
-from swe_srl.train.replay import ReplaySampler
+from swe_srl.train.replay import ReplaySampler, ShuffledPasses
 from swe_srl.train.sft import completion_nll, expert_turn, target_batch
 from swe_srl.train.trl_compat import TRLHooks
 
@@ -115,15 +115,15 @@ class SRLGRPOTrainer(TRLHooks):
         self.format_prefix = format_prefix
         self.model_card = model_card
         self._last_rewards: torch.Tensor | None = None
-        gen = torch.Generator().manual_seed(self.args.seed + self.accelerator.process_index)
-        self._refill_gen = gen
-        self._refill_order: list[int] = []
+        seed = self.args.seed + self.accelerator.process_index
+        self._refill = ShuffledPasses(len(self.train_dataset), seed)
         self.replay_weight, self.sft_thought = replay_weight, sft_thought
         self._replay = None
         if replay_weight > 0:
-            seed = self.args.seed + 7919 + self.accelerator.process_index
-            self._replay = ReplaySampler(self.train_dataset, replay_batch, seed, self.processing_class)
-            self._replay.target = (self.format_prefix, self.max_completion_length, sft_thought)
+            self._replay = ReplaySampler(
+                self.train_dataset, replay_batch, seed + 7919, self.processing_class,
+                prefix=self.format_prefix, max_tokens=self.max_completion_length, thought=sft_thought,
+            )  # fmt: skip
 
     def _fast_generation_ok(self) -> bool:
         """transformers' ``generate`` path only; not fp32 weights under bf16/fp16 autocast.
@@ -155,24 +155,20 @@ class SRLGRPOTrainer(TRLHooks):
     # -- dynamic sampling ---------------------------------------------------------------------------------------
     def _refill_inputs(self, num_prompts: int) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        dataset = self.train_dataset
         for _ in range(num_prompts):
-            if not self._refill_order:
-                self._refill_order = torch.randperm(len(dataset), generator=self._refill_gen).tolist()
-            row = dataset[self._refill_order.pop()]
+            row = self.train_dataset[self._refill.next()]
             rows.extend(dict(row) for _ in range(self.num_generations))
         return rows
 
     def refill_state(self) -> dict[str, Any]:
         """The refill random state (generator + the rest of the current permutation), for checkpoints."""
-        state = {"generator": self._refill_gen.get_state().tolist(), "order": list(self._refill_order)}
+        state = self._refill.state()
         if self._replay is not None:
             state["replay"] = self._replay.state()
         return state
 
     def load_refill_state(self, state: dict[str, Any]) -> None:
-        self._refill_gen.set_state(torch.tensor(state["generator"], dtype=torch.uint8))
-        self._refill_order = [int(i) for i in state["order"]]
+        self._refill.load_state(state)
         if self._replay is not None and "replay" in state:
             self._replay.load_state(state["replay"])
 

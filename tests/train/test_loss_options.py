@@ -116,8 +116,9 @@ def test_replay_sampler_passes_over_every_train_row_and_spreads_them_over_the_ba
     assert [key(r) for r in resumed.draw()] == first_pass[5:10]
     tokenizer = build_tokenizer(sample_texts(rows), 300)
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
-    sampler = ReplaySampler(rows, count=2, seed=0, tokenizer=tokenizer)
-    sampler.target = ("<think>", 16, False)
+    sampler = ReplaySampler(
+        rows, count=2, seed=0, tokenizer=tokenizer, prefix="<think>", max_tokens=16, thought=False
+    )
     batch = sampler.batch(8, "cpu")
     assert batch["replay_row"].tolist() == [1, 0, 0, 0, 1, 0, 0, 0]
     assert all(v.shape[0] == 8 for v in batch.values())

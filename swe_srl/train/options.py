@@ -102,6 +102,14 @@ class TinyOptions(StrictOptions):
         description="Format warm-up: supervised steps on the train split's '</think>' + expert action before SRL "
         "(stands in for the instruction tuning a real base model has; 0 = SRL from random init).",
     )
+    warmup_share: float = Field(
+        0.5,
+        gt=0.0,
+        le=1.0,
+        description="Share of the train instances whose steps the format warm-up uses; below 1 SRL (and --method "
+        "sft) train on the other instances only, so the start has not seen them, as a real base model has not "
+        "(swe_srl.train.policy.warmup_split; 1 = both use every train sample).",
+    )
     warmup_lr: float = Field(3e-3, gt=0, description="Learning rate of the format warm-up (AdamW).")
     warmup_batch: int = Field(8, ge=1, description="Samples per format warm-up step.")
     warmup_ramp: int = Field(

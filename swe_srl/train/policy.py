@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,33 @@ def peft_config(config: TrainConfig):
     )
 
 
+def warmup_split(config: TrainConfig, rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(the format warm-up's rows, the rows SRL and SFT train on). The tiny model's warm-up takes the steps of a
+    ``tiny.warmup_share`` of the train instances (a salted hash of the instance id: seed-independent, every step of
+    an instance on one side) and training the rest, so the start has not seen what training teaches. At share 1,
+    with ``--model``, or where the share leaves one side empty (a single train instance), both get every row."""
+    share = config.tiny.warmup_share
+    if config.model is not None or share >= 1.0:
+        return rows, rows
+
+    def fraction(row: dict) -> float:
+        key = row.get("instance_id") or row.get("trajectory_hash") or ""
+        return int.from_bytes(hashlib.sha256(f"warmup:{key}".encode()).digest()[:8], "big") / 2**64
+
+    warm = [r for r in rows if fraction(r) < share]
+    rest = [r for r in rows if fraction(r) >= share]
+    return (warm, rest) if warm and rest else (rows, rows)
+
+
+def train_counts(config: TrainConfig, train_rows: list[dict]) -> dict[str, int]:
+    """The summary's sample counts: the rows training used, and the tiny model's warm-up rows when it makes one."""
+    warm, rest = warmup_split(config, train_rows)
+    counts = {"train_samples": len(rest)}
+    if config.model is None and not config.init:
+        counts["warmup_samples"] = len(warm)
+    return counts
+
+
 def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bool]:
     """(model path or id, is_tiny): --init, else --model, else the tiny model saved under the output dir.
 
@@ -78,5 +106,6 @@ def prepare_policy(config: TrainConfig, train_rows: list[dict]) -> tuple[str, bo
     if config.model:
         return config.model, False
     texts = sample_texts(train_rows, config.tiny.slots)
-    path = make_tiny_policy(texts, config.output_dir / "tiny-model", config.tiny, warmup_rows=train_rows)
+    warm = warmup_split(config, train_rows)[0]
+    path = make_tiny_policy(texts, config.output_dir / "tiny-model", config.tiny, warmup_rows=warm)
     return str(path), True

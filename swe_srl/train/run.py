@@ -30,7 +30,14 @@ from swe_srl.train.config import TrainConfig
 from swe_srl.train.data import guard_eval_instances, read_samples, split_rows, to_dataset
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, heldout_report, report_table, step_table
-from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
+from swe_srl.train.policy import (
+    grpo_args,
+    peft_config,
+    prepare_policy,
+    think_prefix,
+    train_counts,
+    warmup_split,
+)
 from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_refill_state, resume_metrics
 from swe_srl.train.rlvr_run import run_rlvr
 from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
@@ -112,7 +119,10 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
 
     model_path, tiny = prepare_policy(config, train_rows)
     train_rows = swapped_libraries(
-        train_rows, config.swap_library_names, seed=config.seed, pool=config.swap_pool
+        warmup_split(config, train_rows)[1],
+        config.swap_library_names,
+        seed=config.seed,
+        pool=config.swap_pool,
     )
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -299,7 +309,7 @@ def run_training(
     apply_wise(trainer.model, start, config.wise_ft)  # final/ (not the checkpoints) is the WiSE-FT mix
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
-    counts = {"samples_file": str(sample_set.path), "train_samples": len(train_rows)}
+    counts = {"samples_file": str(sample_set.path), **train_counts(config, train_rows)}
     summary = summarize(config, trainer, evaluator, {**counts, "test_samples": len(test_rows)})
     final_outputs = heldout_outputs(config, trainer, fitted_test)  # the same fitted prompts, fitted once
     held = (train_rows, fitted_test, initial_outputs, final_outputs)

@@ -38,6 +38,7 @@ from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, layer_means, prompt_text, scores
 from swe_srl.train.induction import RepeatedSpans
 from swe_srl.train.overrides import apply_override
+from swe_srl.train.policy import warmup_split
 from swe_srl.train.samples import default_sample_set
 from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, sample_texts
 
@@ -127,7 +128,7 @@ def probe(args: dict[str, str]) -> list[dict]:
     format_warmup(
         model,
         tokenizer,
-        train,
+        warmup_split(TrainConfig(tiny=opts), train)[0],  # the default's warm-up rows (tiny.warmup_share)
         opts,
         lr_factor=(lambda s: min(1.0, (s + 1) / ramp, (last - s) / fall)) if fall else None,
         on_step=check,

@@ -6,6 +6,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from swe_srl.train.config import TrainConfig
+from swe_srl.train.policy import warmup_split
 
 
 def _version(package: str) -> str:
@@ -37,7 +38,31 @@ def data_facts(config: TrainConfig, sample_set: Any, train_rows: list, test_rows
         "test_samples": len(test_rows),
         "train_instances": len({r["instance_id"] for r in train_rows}),
         "test_instances": len({r["instance_id"] for r in test_rows}),
+        "warmup_split": split_facts(config, train_rows),
     }
+
+
+def split_facts(config: TrainConfig, train_rows: list) -> dict[str, int] | None:
+    """The tiny warm-up's share of the train split and training's (None: both use every train sample)."""
+    warm, rest = warmup_split(config, train_rows)
+    if warm is rest or config.init:
+        return None
+    return {
+        "warmup_samples": len(warm),
+        "warmup_instances": len({r["instance_id"] for r in warm}),
+        "trained_samples": len(rest),
+        "trained_instances": len({r["instance_id"] for r in rest}),
+    }
+
+
+def _split_line(split: dict[str, int] | None) -> list[str]:
+    if not split:
+        return []
+    return [
+        f"- the tiny model's warm-up saw {split['warmup_samples']} of them ({split['warmup_instances']} instances); "
+        f"training used the other {split['trained_samples']} ({split['trained_instances']} instances; "
+        "tiny.warmup_share)"
+    ]
 
 
 def _held_out(evals: list[dict[str, Any]]) -> str:
@@ -92,6 +117,7 @@ def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, 
         else "- expert trajectories: already decomposed into the step samples below",
         f"- step samples: {data['train_samples']} train ({data['train_instances']} instances), "
         f"{data['test_samples']} held out ({data['test_instances']} instances); file `{data['samples_file']}`",
+        *_split_line(data.get("warmup_split")),
         f"- oracle files in prompts: {'yes' if config.oracle_files else 'no'}",
         f"- library names swapped (swe_srl.train.augment) in {config.swap_library_names:.0%} of the training samples"
         + (f" (new names from: {config.swap_pool})" if config.swap_library_names else ""),

@@ -74,6 +74,8 @@ def test_srl_and_sft_train_on_the_instances_the_start_did_not_see(samples_file: 
     assert (summary["train_samples"], summary["warmup_samples"]) == (len(rest), len(warm))
     saved = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert saved["warmup_samples"] == len(warm)
+    card = (tmp_path / "a" / "README.md").read_text()  # the model card says which samples the start saw
+    assert f"the tiny model's warm-up saw {len(warm)} of them" in card and f"the other {len(rest)}" in card
     everything = run_training(
         load_config(
             None,
@@ -84,3 +86,4 @@ def test_srl_and_sft_train_on_the_instances_the_start_did_not_see(samples_file: 
         reward_func=StandInReward(),
     )
     assert everything["train_samples"] == everything["warmup_samples"] == len(train_rows)
+    assert "warm-up saw" not in (tmp_path / "c" / "README.md").read_text()

@@ -67,7 +67,9 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
         "embedded tiny Qwen2-shaped model",
         "bundled suite: scripted-expert trajectories of bundled:train (trained on; 4 expert seeds per task), "
         "bundled:dev (choosing defaults) and bundled:test (held out)",
-        f"{summary['train_samples']} train",
+        f"{summary['train_samples'] + summary['warmup_samples']} train",  # the train split
+        f"warm-up saw {summary['warmup_samples']} of them",  # half its instances (tiny.warmup_share)
+        f"training used the other {summary['train_samples']}",
         "dynamic sampling: on, ε = 0.1",
         "KL β = 0.05",
         f"**{summary['eval'][-1]['mean_reward']:+.3f}** at step 3",

@@ -45,7 +45,7 @@ def data_facts(config: TrainConfig, sample_set: Any, train_rows: list, test_rows
 def split_facts(config: TrainConfig, train_rows: list) -> dict[str, int] | None:
     """The tiny warm-up's share of the train split and training's (None: both use every train sample)."""
     warm, rest = warmup_split(config, train_rows)
-    if warm is rest or config.init:
+    if warm is rest:
         return None
     return {
         "warmup_samples": len(warm),

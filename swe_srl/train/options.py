@@ -108,7 +108,7 @@ class TinyOptions(StrictOptions):
         le=1.0,
         description="Share of the train instances whose steps the format warm-up uses; below 1 SRL (and --method "
         "sft) train on the other instances only, so the start has not seen them, as a real base model has not "
-        "(swe_srl.train.policy.warmup_split; 1 = both use every train sample).",
+        "(swe_srl.train.policy.warmup_split; 1 = both use every train sample; ignored with --model or --init).",
     )
     warmup_lr: float = Field(3e-3, gt=0, description="Learning rate of the format warm-up (AdamW).")
     warmup_batch: int = Field(8, ge=1, description="Samples per format warm-up step.")

@@ -68,9 +68,10 @@ def warmup_split(config: TrainConfig, rows: list[dict]) -> tuple[list[dict], lis
     """(the format warm-up's rows, the rows SRL and SFT train on). The tiny model's warm-up takes the steps of a
     ``tiny.warmup_share`` of the train instances (a salted hash of the instance id: seed-independent, every step of
     an instance on one side) and training the rest, so the start has not seen what training teaches. At share 1,
-    with ``--model``, or where the share leaves one side empty (a single train instance), both get every row."""
+    with ``--model`` or ``--init`` (no warm-up here), or where the share leaves one side empty (a single train
+    instance), both get every row."""
     share = config.tiny.warmup_share
-    if config.model is not None or share >= 1.0:
+    if config.model is not None or config.init or share >= 1.0:
         return rows, rows
 
     def fraction(row: dict) -> float:

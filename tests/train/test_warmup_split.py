@@ -47,6 +47,8 @@ def test_the_split_keeps_instances_whole_and_is_the_same_every_time() -> None:
     assert warmup_split(load_config(None, ["tiny.warmup_share=1"]), rows) == (rows, rows)
     real = load_config(None, ["tiny.warmup_share=0.5"], model="some/model")
     assert warmup_split(real, rows) == (rows, rows)  # a real model has no warm-up: it trains on every row
+    init = load_config(None, ["tiny.warmup_share=0.5"], init="runs/srl/final")
+    assert warmup_split(init, rows) == (rows, rows)  # nor does a given checkpoint
 
 
 def test_a_share_that_empties_a_side_falls_back_to_every_row_and_bad_shares_are_refused() -> None:

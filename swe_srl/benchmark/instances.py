@@ -52,8 +52,13 @@ def split_of(instance_id: str, split: object = None, *, held_out: float = HELD_O
         return str(split)
     if split not in (None, ""):
         raise TaskError(f"{instance_id}: split {split!r} is not one of {', '.join(SPLITS)}")
-    digest = hashlib.sha256(instance_id.encode()).digest()
-    return "test" if int.from_bytes(digest[:8], "big") / 2**64 < held_out else "train"
+    return "test" if id_fraction(instance_id) < held_out else "train"
+
+
+def id_fraction(key: str) -> float:
+    """The first 8 bytes of ``sha256(key)`` as a fraction of 2**64: a deterministic, seed-independent draw in [0, 1)
+    per id (the split rule's; the tiny warm-up's share hashes a salted id)."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
 
 
 @dataclass

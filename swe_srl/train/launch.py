@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.paths import atomic_write_text
-from swe_srl.train.augment import swapped_libraries
 from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig
-from swe_srl.train.policy import train_counts, warmup_split
+from swe_srl.train.policy import train_counts, training_rows
 from swe_srl.train.run import (
     base_model_name,
     default_command,
@@ -40,12 +39,7 @@ def run_sft(config: TrainConfig, *, console=None, command: str | None = None) ->
     fitted_test = policy.fit(test_rows)
     initial = policy.greedy(fitted_test)
     # the rows SRL trains on (plain unless swap_library_names is set for this run)
-    rows = swapped_libraries(
-        warmup_split(config, train_rows)[1],
-        config.swap_library_names,
-        seed=config.seed,
-        pool=config.swap_pool,
-    )
+    rows = training_rows(config, train_rows)
     losses = train_sft(policy, rows, out, config.seed)
     save_policy(policy, out / "final")
     counts = {"samples_file": str(sample_set.path), **train_counts(config, train_rows)}

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
+from swe_srl.benchmark.instances import id_fraction
 from swe_srl.core.actions import THINK_OPEN
 from swe_srl.errors import ConfigError, TrainingError
+from swe_srl.train.augment import swapped_libraries
 from swe_srl.train.config import TrainConfig
 from swe_srl.train.cpu import tune_cpu
 from swe_srl.train.presets import REAL_TRL_DEFAULTS, TINY_TRL_DEFAULTS
@@ -73,14 +74,19 @@ def warmup_split(config: TrainConfig, rows: list[dict]) -> tuple[list[dict], lis
     share = config.tiny.warmup_share
     if config.model is not None or config.init or share >= 1.0:
         return rows, rows
-
-    def fraction(row: dict) -> float:
+    sides: tuple[list[dict], list[dict]] = ([], [])
+    for row in rows:
         key = row.get("instance_id") or row.get("trajectory_hash") or ""
-        return int.from_bytes(hashlib.sha256(f"warmup:{key}".encode()).digest()[:8], "big") / 2**64
-
-    warm = [r for r in rows if fraction(r) < share]
-    rest = [r for r in rows if fraction(r) >= share]
+        sides[id_fraction(f"warmup:{key}") >= share].append(row)
+    warm, rest = sides
     return (warm, rest) if warm and rest else (rows, rows)
+
+
+def training_rows(config: TrainConfig, train_rows: list[dict]) -> list[dict]:
+    """The rows SRL and ``--method sft`` train on: the warm-up's other instances (:func:`warmup_split`), with the
+    library names swapped in the run's share (``swap_library_names``, :func:`swapped_libraries`)."""
+    rest = warmup_split(config, train_rows)[1]
+    return swapped_libraries(rest, config.swap_library_names, seed=config.seed, pool=config.swap_pool)
 
 
 def train_counts(config: TrainConfig, train_rows: list[dict]) -> dict[str, int]:

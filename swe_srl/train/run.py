@@ -17,7 +17,6 @@ from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
 from swe_srl.rewards.effect_sandbox import SandboxEffect
 from swe_srl.rewards.trl import PrefixedReward, UnslottedReward
-from swe_srl.train.augment import swapped_libraries
 from swe_srl.train.callbacks import (
     HeldOutEvalCallback,
     MetricsCallback,
@@ -36,7 +35,7 @@ from swe_srl.train.policy import (
     prepare_policy,
     think_prefix,
     train_counts,
-    warmup_split,
+    training_rows,
 )
 from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_refill_state, resume_metrics
 from swe_srl.train.rlvr_run import run_rlvr
@@ -118,12 +117,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     from transformers import AutoTokenizer, PrinterCallback
 
     model_path, tiny = prepare_policy(config, train_rows)
-    train_rows = swapped_libraries(
-        warmup_split(config, train_rows)[1],
-        config.swap_library_names,
-        seed=config.seed,
-        pool=config.swap_pool,
-    )
+    train_rows = training_rows(config, train_rows)
     args = grpo_args(config, tiny)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)

@@ -2,7 +2,7 @@
 
 A small model trained from scratch on two libraries writes the names it memorised there (``toolz/itertoolz.py``,
 ``tests/test_parse.py::test_datetimes``) and copies none from its prompt, so on a held-out library every path and test
-id it writes is wrong (docs/training.md). Slotting is the classic answer for copying out-of-vocabulary words (entity
+id it writes is wrong (docs/experiments.md). Slotting is the classic answer for copying out-of-vocabulary words (entity
 anonymisation; a pointer network's extended vocabulary): every code name the prompt holds — its ``.py`` paths, each
 whole (``tabulate/__init__.py`` is one name, so a package's file is written as the prompt shows it, not as the train
 libraries' layout suggests), the other words of its paths and test ids, the functions and classes its oracle windows

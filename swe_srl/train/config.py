@@ -96,7 +96,7 @@ class TrainConfig(StrictOptions):
         gt=0.0,
         le=1.0,
         description="WiSE-FT (swe_srl.train.wise): final/ holds (1 − wise_ft)·start + wise_ft·trained weights; 1 = "
-        'the trained weights (the default; a mix was tried on dev and test, docs/training.md "Round 23"). SRL '
+        "the trained weights (the default; what a mix did on dev and test: docs/experiments.md, WiSE-FT). SRL "
         "without LoRA only.",
     )
     effect: EffectMode = Field("off", description="Effect layer of the layered reward.")

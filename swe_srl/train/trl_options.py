@@ -147,7 +147,7 @@ def check_trl_options(options: dict[str, Any], advantage: str) -> None:
     if options.get("use_vllm") and not vllm_available():
         raise ConfigError(
             "trl.use_vllm=true needs vLLM, which is not installed: pip install vllm (CUDA GPUs only), or drop "
-            "trl.use_vllm to generate with transformers (docs/training.md, 'vLLM generation')"
+            "trl.use_vllm to generate with transformers (docs/gpu.md, 'vLLM generation')"
         )
     if advantage == "rloo" and options.get("multi_objective_aggregation", "sum_then_normalize") != (
         "sum_then_normalize"

@@ -4,7 +4,7 @@ Wortsman et al. (2022) fine-tune, then average the fine-tuned weights with the s
 parameter, ``(1 − a) × start + a × trained``: the mix keeps most of what training gained on the training
 distribution and gives back less of what the start did well elsewhere. Here the start is the policy GRPO began
 from (the tiny model after its format warm-up, or ``--model``/``--init``), ``a`` is ``wise_ft`` (1, the default:
-the trained weights as they are; what a mix did on the dev and test splits: docs/training.md "Round 23").
+the trained weights as they are; what a mix did on the dev and test splits: docs/experiments.md, WiSE-FT).
 Checkpoints keep the trained weights, so ``--resume`` continues GRPO itself; only ``final/`` and the held-out
 report's final outputs are the mix. ``bench/interpolate.py`` replays any ``a`` on a
 finished run's held-out samples.

@@ -2,7 +2,7 @@
 
 ``--preset cpu-small`` trains a ~4.5M-parameter local Qwen2 model (hidden 256, 4 layers, built here with a BPE
 tokenizer trained on the samples) with no other override; the full 20 steps take a few minutes on 2 CPU cores
-(docs/training.md), the test runs 2.
+(docs/training.md "Presets"), the test runs 2.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ from swe_srl.benchmark.era import (
     yml_requirements,
 )
 from swe_srl.benchmark.instances import Instance
-from swe_srl.benchmark.training_sets import HINTS, TRAINING_SETS, published_spec
+from swe_srl.benchmark.published import published_spec
+from swe_srl.benchmark.training_sets import HINTS, TRAINING_SETS
 from swe_srl.core.patches import file_diffs
 from swe_srl.errors import TaskError
 
@@ -118,7 +119,7 @@ def instance_spec(instance: Instance, *, published: bool = True) -> dict[str, An
     """The environment spec of an instance: ``python``, ``pip_packages``, ``install``, ``test_cmd``...
 
     The record's ``extra['env']``, else the spec table's entry for its repo/version, else (``published``) for a
-    SWE-smith record the test spec its published image runs (``training_sets.published_spec``: SWE-smith's test
+    SWE-smith record the test spec its published image runs (``published.published_spec``: SWE-smith's test
     command over the FAIL_TO_PASS files; no install recipe, so an offline build asks with ``published=False``).
     """
     if "env" in instance.extra:

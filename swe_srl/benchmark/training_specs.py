@@ -1,11 +1,11 @@
 """Specs of training-set instances (SWE-Gym, SWE-smith) for an offline build, and the one error for an instance
-that has neither a spec nor a way around one (what their published images run: ``training_sets.published_spec``).
+that has neither a spec nor a way around one (what their published images run: ``published.published_spec``).
 
 An offline build (our recipes, ``infra/recipes.py``) needs an environment spec: the record's ``env`` or the
 swebench spec table's entry for its repo/version. SWE-Gym's 11 repositories are not in swebench's table (their
 specs live in SWE-Gym's fork of swebench, ``SWE-Gym/SWE-Bench-Fork``; ``SWE_SRL_SWEBENCH_SPECS`` may point at a
 JSON dump of its ``MAP_REPO_VERSION_TO_SPECS``), and SWE-smith's install recipes are its own ``RepoProfile``s. Such
-an instance runs in its published image (``training_sets.published_image``) instead.
+an instance runs in its published image (``published.published_image``) instead.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.published import published_image
 from swe_srl.benchmark.specs import instance_spec
-from swe_srl.benchmark.training_sets import HINTS, TRAINING_SETS, is_commit, published_image
+from swe_srl.benchmark.training_sets import HINTS, TRAINING_SETS, is_commit
 from swe_srl.errors import TaskError
 
 PREBUILT_SOURCE = "swebench"

@@ -1,5 +1,5 @@
 """Prebuilt instance images (the ``swebench`` image source), used as they are: SWE-bench's official ones, and the
-published images of the training sets laid out like them (SWE-Gym, SWE-smith: ``training_sets.published_image``).
+published images of the training sets laid out like them (SWE-Gym, SWE-smith: ``published.published_image``).
 
 Naming, as swebench's harness names them (``image_builder/image_spec.py``): ``swebench/sweb.eval.x86_64.<id>:latest``
 with ``__`` escaped as ``_1776_`` (Docker Hub allows no dunders), lowercased. Layout: the repo at ``/testbed``
@@ -17,7 +17,7 @@ The image is pulled when missing (a present one is used as it is) and gets one t
   the official eval script does; the executables listing runs it too.
 
 * a check that ``base_commit`` is in ``/testbed``, after a training set's start-state commands
-  (``training_sets.published_setup``: SWE-smith's images hold the clean commit, the task is the bug committed on
+  (``published.published_setup``: SWE-smith's images hold the clean commit, the task is the bug committed on
   it); a record naming its branch instead of a commit (SWE-smith without a mirror) gets that branch at ``HEAD``, so
   diffs against ``base_commit`` resolve. A SWE-smith record whose ``base_commit`` was resolved from a mirror names a
   commit the image cannot have (the bug commit made here has another id): the layer fails, pointing at the offline
@@ -35,7 +35,8 @@ from pathlib import Path
 from rich.console import Console
 
 from swe_srl.benchmark.instances import Instance
-from swe_srl.benchmark.training_sets import is_commit, published_image, published_setup
+from swe_srl.benchmark.published import published_image, published_setup
+from swe_srl.benchmark.training_sets import is_commit
 from swe_srl.errors import ImageBuildError
 from swe_srl.infra.engine import docker_client, image_exists
 from swe_srl.infra.executables import SESSION_INIT_LABEL, list_executables

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
+import swe_srl.trajectories.sample_file as sf
 from swe_srl.core.prompts import TokenCounter
 from swe_srl.errors import ConfigError
-from swe_srl.trajectories import sample_file as sf
 from swe_srl.trajectories.decompose_stats import DecomposeStats
 from swe_srl.trajectories.oracle import oracle_setting
 from swe_srl.trajectories.oracle_fit import WINDOW_LADDER, Oracles, fit_sample

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import swe_srl.trajectories.sample_file as sf
 from swe_srl.core.prompts import TokenCounter, fit_messages
-from swe_srl.trajectories import sample_file as sf
 from swe_srl.trajectories.oracle import oracle_setting, patch_windows
 from swe_srl.trajectories.schema import Trajectory
 

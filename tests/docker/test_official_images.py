@@ -163,7 +163,7 @@ CALC_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 
 def test_a_swe_smith_record_runs_in_its_published_image(env_image, tmp_path: Path, env: dict | None) -> None:
     """The published image holds the clean commit; the layer commits the bug (``published_setup``) and names the
     record's branch at it, so gold resolves and empty does not, with no mirror and no spec table entry; without an
-    ``env`` spec the tests run with SWE-smith's own command (``training_sets.published_spec``)."""
+    ``env`` spec the tests run with SWE-smith's own command (``published.published_spec``)."""
     image, root = env_image
     mirror = root / "tinyorg__calcpub.0123abcd"
     if not mirror.exists():

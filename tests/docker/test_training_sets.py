@@ -16,7 +16,8 @@ import pytest
 from swe_srl.agent.loop import AgentConfig, run_episode
 from swe_srl.agent.policies import ScriptedPolicy, gold_patch_outputs
 from swe_srl.benchmark.instances import Instance, load_instances
-from swe_srl.benchmark.training_sets import SWE_GYM, SWE_SMITH, published_setup
+from swe_srl.benchmark.published import published_setup
+from swe_srl.benchmark.training_sets import SWE_GYM, SWE_SMITH
 from swe_srl.core.actions import parse_output
 from swe_srl.env.swe_env import SWEEnv
 from swe_srl.grading.runner import grade

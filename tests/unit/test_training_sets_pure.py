@@ -12,13 +12,11 @@ from pathlib import Path
 import pytest
 
 from swe_srl.benchmark.instances import Instance, load_hf, load_instances
+from swe_srl.benchmark.published import published_image, published_setup, published_spec
 from swe_srl.benchmark.specs import instance_spec
 from swe_srl.benchmark.training_sets import (
     SWE_GYM,
     SWE_SMITH,
-    published_image,
-    published_setup,
-    published_spec,
     reverse_patch,
     swe_gym_image,
     swe_smith_image,

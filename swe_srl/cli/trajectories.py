@@ -110,11 +110,30 @@ def decompose_cmd(
     history_thoughts: bool = typer.Option(
         False, "--history-thoughts", help="Show earlier expert thoughts as <think>…</think> in the history."
     ),
+    history: int | None = typer.Option(
+        None,
+        "--history",
+        min=0,
+        help="Show only the last K earlier steps in each prompt (the SRL paper: 2); default: every earlier step.",
+    ),
+    holdout_trajectories: int = typer.Option(
+        0,
+        "--holdout-trajectories",
+        min=0,
+        help="Hold out N whole trajectories (a seeded draw) as the test split the held-out report scores.",
+    ),
+    holdout_seed: int = typer.Option(0, "--holdout-seed", help="Seed of the --holdout-trajectories draw."),
+    expand: bool = typer.Option(
+        False,
+        "--expand",
+        help="Write self-contained samples, each with its 'messages' (the prompt as the model sees it).",
+    ),
 ) -> None:
     """Split expert trajectories into SRL step samples (prompt → expert action).
 
     The file holds a header (the prompt options), each trajectory and each instance's oracle files once, and one
-    line per sample naming its target (``expert_action``); `swe-srl train` builds the prompts when it reads it."""
+    line per sample naming its target (``expert_action``); `swe-srl train` builds the prompts when it reads it.
+    With --expand every line holds its sample's prompt instead (larger; for reading and for other tools)."""
 
     oracle_files = oracle_files or oracle_window is not None
     if oracle_files and tasks is None:
@@ -141,8 +160,11 @@ def decompose_cmd(
         observation_chars=observation_chars,
         merge_similar=merge_similar,
         history_thoughts=history_thoughts,
+        history=history,
+        holdout_trajectories=holdout_trajectories,
+        holdout_seed=holdout_seed,
     )
-    atomic_write_text(output, samples.text())
+    atomic_write_text(output, samples.expanded_text() if expand else samples.text())
     _table("decompose", [("bad records skipped", skipped), *stats.rows()])
     if stats.dropped_by_instance:
         _instance_table(stats.instance_rows())

@@ -3,11 +3,13 @@
 A conversation is: the system instructions, one user message with the problem (and, optionally, the oracle files:
 path and content), then for every earlier step an assistant message holding the action in a ```bash fence and a
 user message holding its observation. The policy answers with ``<think>…</think>`` + one action
-(see :mod:`swe_srl.core.actions`).
+(see :mod:`swe_srl.core.actions`). With a history window of K (:func:`window_messages`, the SRL paper's K = 2), only
+the last K steps are shown and one line after the problem says how many earlier steps are not.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -73,6 +75,24 @@ def format_observation(observation: str, max_chars: int) -> str:
     return f"OBSERVATION:\n{text if text.strip() else NO_OUTPUT}"
 
 
+def omitted_note(count: int) -> str:
+    """The line after the problem naming how many earlier steps a windowed prompt does not show."""
+    return f"\n\n[{count} earlier steps not shown]"
+
+
+_NOTE = re.compile(r"\n\n\[(\d+) earlier steps not shown\]\Z")
+
+
+def window_messages(messages: Sequence[Mapping[str, str]], window: int | None) -> list[dict[str, str]]:
+    """``[system, problem, (action, observation)*]`` with only the last ``window`` step pairs (None: all of them);
+    when steps are left out, :func:`omitted_note` ends the problem message."""
+    omitted = (len(messages) - 2) // 2 - window if window is not None else 0
+    if omitted <= 0:
+        return [dict(m) for m in messages]
+    problem = {"role": messages[1]["role"], "content": messages[1]["content"] + omitted_note(omitted)}
+    return [dict(messages[0]), problem, *(dict(m) for m in messages[2 + 2 * omitted :])]
+
+
 def approx_tokens(text: str) -> int:
     """A tokenizer-free estimate (about 4 characters a token), used when no ``count_tokens`` is given."""
     return (len(text) + 3) // 4
@@ -87,11 +107,13 @@ def build_messages(
     token_budget: int | None = None,
     count_tokens: Callable[[str], int] | TokenCounter | None = None,
     thoughts: Sequence[str] | None = None,
+    window: int | None = None,
 ) -> list[dict[str, str]]:
     """Chat messages for the next step, given the problem and the ``(action, observation)`` pairs so far.
 
     ``thoughts`` (one per history pair) puts each earlier thought as ``<think>…</think>`` before its action; by
-    default earlier turns hold actions only, as in the SRL paper's step-wise context.
+    default earlier turns hold actions only, as in the SRL paper's step-wise context. ``window`` keeps the last
+    ``window`` pairs (:func:`window_messages`; None: every pair).
 
     With ``token_budget`` the conversation goes through :func:`fit_messages` (the one fitter of training,
     decomposition and evaluation), counting with ``count_tokens`` (a :class:`TokenCounter` or a plain counter).
@@ -104,6 +126,7 @@ def build_messages(
         thought = thoughts[index] if thoughts is not None else ""
         messages.append({"role": "assistant", "content": format_action(action, thought)})
         messages.append({"role": "user", "content": format_observation(observation, observation_chars)})
+    messages = window_messages(messages, window)
     if token_budget is not None:
         counter = count_tokens if isinstance(count_tokens, TokenCounter) else TokenCounter(count=count_tokens)
         messages = fit_messages(messages, token_budget, counter)
@@ -188,7 +211,8 @@ def fit_messages(
 
     In order, until the prompt fits (template overhead and generation prompt included):
     1. the oldest observations become ``[observation elided]`` (never the latest one);
-    2. the oldest steps are dropped (never the latest one), and the problem message says how many;
+    2. the oldest steps are dropped (never the latest one), and the problem message says how many (with a window's
+       :func:`omitted_note`, that note counts them too: one line);
     3. the latest observation keeps its tail (down to an eighth of the budget);
     4. the problem message keeps its head (oracle files are cut before the statement);
     5. the latest observation is cut further.
@@ -206,14 +230,19 @@ def fit_messages(
         if counter(out[index]["content"]) > counter(elided):
             out[index] = {"role": out[index]["role"], "content": elided}
     problem = out[1]["content"] if len(out) > 1 else ""
+    note = _NOTE.search(problem)
+    shown = int(note.group(1)) if note else None  # steps a history window already left out
+    problem = problem[: note.start()] if note else problem
     dropped = 0
     while len(out) > 4 and counter.total(out) > budget:  # 2. drop (action, observation) pairs, oldest first
         del out[2:4]
         dropped += 1
-        out[1] = {
-            "role": out[1]["role"],
-            "content": problem + f"\n\n[{dropped} earlier steps omitted to fit the context]",
-        }
+        line = (
+            f"\n\n[{dropped} earlier steps omitted to fit the context]"
+            if shown is None
+            else omitted_note(shown + dropped)
+        )
+        out[1] = {"role": out[1]["role"], "content": problem + line}
     observation = out[-1]["content"] if len(out) > 2 and out[-1]["role"] == "user" else None
     if observation is not None:  # 3. the latest observation keeps its tail, at least an eighth of the budget
         floor = min(counter(observation), budget // 8)

@@ -31,6 +31,8 @@ KEEP = (
 def _check(record: Any, where: str) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise TrainingError(f"{where}: a sample must be a JSON object, got {type(record).__name__}")
+    if "prompt" not in record and "messages" in record:  # `swe-srl decompose --expand` names the prompt so
+        record = {"prompt": record["messages"], **{k: v for k, v in record.items() if k != "messages"}}
     for key in REQUIRED:
         if key not in record:
             raise TrainingError(
@@ -49,7 +51,8 @@ def _check(record: Any, where: str) -> dict[str, Any]:
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """Read and validate a samples JSONL file; errors name the file and line.
 
-    Both formats: self-contained samples (format 1: each with its ``prompt``) and the shared-record file that
+    Both formats: self-contained samples (format 1: each with its ``prompt``, or ``messages`` as ``swe-srl decompose
+    --expand`` writes it) and the shared-record file that
     ``swe-srl decompose`` writes (format 2, :mod:`swe_srl.trajectories.sample_file`), whose prompts are built here,
     exactly as format 1 held them."""
     path = Path(path)

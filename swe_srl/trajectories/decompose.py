@@ -14,6 +14,12 @@ expert's environment ran, in order. Only the choice of *targets* filters, and ev
 * ``submit`` is a target: the SRL paper trains on every action step of the expert, and ending the episode is an
   action the policy must learn.
 
+``history`` (K, the SRL paper's 2; None: every earlier step) shows only the last K steps in each prompt, with one
+line after the problem saying how many earlier steps are not shown (:func:`~swe_srl.core.prompts.window_messages`);
+K goes in the header and every reader applies it. The sample's ``step`` stays its index in the whole trajectory, so
+the effect layer still restores the state after every earlier step. ``holdout_trajectories`` N puts N whole
+trajectories (a seeded draw, :mod:`~swe_srl.trajectories.holdout`) in the ``test`` split.
+
 With a token budget, the oldest observations are elided first (never the problem or the last step); a sample
 still over budget is dropped (``over_budget``), counted per instance (:attr:`DecomposeStats.dropped_by_instance`).
 With oracle files and a budget, a sample whose prompt needs more than eliding observations to fit with whole files
@@ -29,7 +35,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -37,8 +42,9 @@ import swe_srl.trajectories.sample_file as sf
 from swe_srl.core.prompts import TokenCounter
 from swe_srl.errors import ConfigError
 from swe_srl.trajectories.decompose_stats import DecomposeStats
+from swe_srl.trajectories.holdout import HOLDOUT_SPLIT, choose_holdout
 from swe_srl.trajectories.oracle import oracle_setting
-from swe_srl.trajectories.oracle_fit import WINDOW_LADDER, Oracles, fit_sample
+from swe_srl.trajectories.oracle_fit import WINDOW_LADDER, Oracles, Shape, fit_sample
 from swe_srl.trajectories.schema import Step, Trajectory
 
 
@@ -124,6 +130,9 @@ def decompose(
     observation_chars: int = 2000,
     merge_similar: float | None = None,
     history_thoughts: bool = False,
+    history: int | None = None,
+    holdout_trajectories: int = 0,
+    holdout_seed: int = 0,
 ) -> tuple[sf.SampleFile, DecomposeStats]:
     """Trajectories → SRL step samples (the samples file of the cross-team contract) and stats.
 
@@ -136,59 +145,98 @@ def decompose(
     ``max_tokens`` set the prompt budget; without a tokenizer the budget uses an estimate of 4 characters a token.
     ``merge_similar`` (a ratio, off by default) and ``history_thoughts`` (earlier expert thoughts as
     ``<think>…</think>`` in the history, off by default: the paper's context holds earlier actions, the reasoning is
-    the policy's own) are described above.
+    the policy's own), ``history`` and ``holdout_trajectories`` (with ``holdout_seed``) are described above.
     """
+    if history is not None and history < 0:
+        raise ConfigError(f"--history {history}: give a number of earlier steps >= 0 (or leave it out: all)")
     windows = [oracle_window] if oracle_window is not None else [None]
     if oracle_window is None and max_tokens is not None and oracle_patches is not None:
         windows += list(WINDOW_LADDER)
-    label = oracle_setting(oracle_files is not None, oracle_window)
-    header = sf.header_record(
-        observation_chars=observation_chars,
-        history_thoughts=history_thoughts,
-        oracle="whole+windows" if len(windows) > 1 and oracle_files is not None else label,
-        max_tokens=max_tokens,
-        tokenizer=_tokenizer_name(tokenizer),
+    options = {"history": history} if history is not None else {}
+    if holdout_trajectories:
+        options.update(holdout_trajectories=holdout_trajectories, holdout_seed=holdout_seed)
+    out = sf.SampleFile(
+        sf.header_record(
+            observation_chars=observation_chars,
+            history_thoughts=history_thoughts,
+            oracle=_oracle_label(oracle_files is not None, oracle_window, windows),
+            max_tokens=max_tokens,
+            tokenizer=_tokenizer_name(tokenizer),
+            **options,
+        )
     )
-    out = sf.SampleFile(header)
-    stats = DecomposeStats()
-    oracles = Oracles(out, oracle_files, oracle_patches)
-    for traj in trajs:
-        stats.trajectories += 1
-        stats.steps += len(traj.steps)
+    stats, oracles, trajs = DecomposeStats(), Oracles(out, oracle_files, oracle_patches), list(trajs)
+
+    def problem(traj: Trajectory) -> str | None:
         reason = _trajectory_problem(traj, oracle_files, splits)
         if reason is None and oracle_window is not None and traj.instance_id not in (oracle_patches or {}):
             reason = "missing_oracle_patch"
-        if reason:
-            stats.dropped_trajectories[reason] += 1
-            continue
+        return reason
+
+    def split(traj: Trajectory) -> str:
+        return splits[traj.instance_id] if splits is not None else "train"
+
+    def gives_train_samples(traj: Trajectory) -> bool:
+        usable = problem(traj) is None and split(traj) == "train"
+        return usable and bool(target_steps(executed_steps(traj), merge_similar)[0])
+
+    held = choose_holdout(trajs, holdout_trajectories, gives_train_samples, holdout_seed)
+    stats.held_out_trajectories, stats.held_out_alongside = held.drawn, held.alongside
+    for traj in trajs:
+        stats.trajectories += 1
+        stats.steps += len(traj.steps)
+        reason = problem(traj)
         steps = executed_steps(traj)
-        targets, dropped = target_steps(steps, merge_similar)
+        targets, dropped = target_steps(steps, merge_similar) if reason is None else ([], Counter())
         stats.merged += dropped.pop("merged", 0)
         stats.dropped_steps.update(dropped)
-        if not targets:
-            stats.dropped_trajectories["no_actions"] += 1
+        if reason or not targets:
+            stats.dropped_trajectories[reason or "no_actions"] += 1
             continue
-        stats.trajectories_used += 1
-        record = out.add_trajectory(traj, observation_chars, history_thoughts)
-        shape = _Shape(
-            split=splits[traj.instance_id] if splits is not None else "train",
+        shape = Shape(
+            split=HOLDOUT_SPLIT if traj.instance_id in held.instances else split(traj),
             max_tokens=max_tokens,
+            window=history,
             counter=TokenCounter(tokenizer),  # per trajectory: its prompts share their long messages
             settings=oracles.settings(traj.instance_id, windows) if oracle_files is not None else ["none"],
         )
-        position, kept = len(out.records) - 1, 0
-        for sample in _samples(traj, steps, targets, record, shape, oracles):
-            if sample is None:
-                stats.drop(traj.instance_id, "over_budget")
-                continue
-            out.records.append(sample)
-            kept += 1
-            stats.samples_by_instance[traj.instance_id] += 1
-            stats.oracle[sample["oracle"]] += 1
-        if not kept:  # every sample over budget: the trajectory record serves none
-            del out.records[position]
-        stats.samples += kept
+        _add_trajectory(out, traj, steps, targets, shape, oracles, stats, observation_chars, history_thoughts)
     return out, stats
+
+
+def _oracle_label(oracle_files: bool, oracle_window: int | None, windows: list[int | None]) -> str:
+    return (
+        "whole+windows" if len(windows) > 1 and oracle_files else oracle_setting(oracle_files, oracle_window)
+    )
+
+
+def _add_trajectory(
+    out: sf.SampleFile,
+    traj: Trajectory,
+    steps: list[Step],
+    targets: list[int],
+    shape: Shape,
+    oracles: Oracles,
+    stats: DecomposeStats,
+    observation_chars: int,
+    history_thoughts: bool,
+) -> None:
+    """The trajectory record and its samples; the record is taken back when every sample is over budget."""
+    stats.trajectories_used += 1
+    record = out.add_trajectory(traj, observation_chars, history_thoughts)
+    position, kept = len(out.records) - 1, 0
+    for sample in _samples(traj, steps, targets, record, shape, oracles):
+        if sample is None:
+            stats.drop(traj.instance_id, "over_budget")
+            continue
+        out.records.append(sample)
+        kept += 1
+        stats.samples_by_instance[traj.instance_id] += 1
+        stats.oracle[sample["oracle"]] += 1
+        stats.splits[sample["split"]] += 1
+    if not kept:  # every sample over budget: the trajectory record serves none
+        del out.records[position]
+    stats.samples += kept
 
 
 def _tokenizer_name(tokenizer: Any) -> str | None:
@@ -209,22 +257,12 @@ def _trajectory_problem(
     return None
 
 
-@dataclass(frozen=True)
-class _Shape:
-    """How the samples of one trajectory are shaped (the options of :func:`decompose`)."""
-
-    split: str
-    max_tokens: int | None
-    counter: TokenCounter
-    settings: list[str]
-
-
 def _samples(
     traj: Trajectory,
     steps: list[Step],
     targets: list[int],
     record: dict[str, Any],
-    shape: _Shape,
+    shape: Shape,
     oracles: Oracles,
 ) -> Iterable[dict[str, Any] | None]:
     base = {
@@ -250,9 +288,7 @@ def _samples(
             oracles.use(traj.instance_id, shape.settings[0])
             yield sample
             continue
-        fitted = fit_sample(
-            index, history, problems, traj, shape.settings, shape.max_tokens, shape.counter, oracles
-        )
+        fitted = fit_sample(index, history, problems, traj, shape, oracles)
         if fitted is None:
             yield None
             continue

@@ -26,6 +26,12 @@ class DecomposeStats:
     """instance_id → reasons its samples were dropped (``over_budget``) → count."""
     oracle: Counter[str] = field(default_factory=Counter)
     """Samples by oracle setting (``none``, ``whole``, ``window:N``)."""
+    splits: Counter[str] = field(default_factory=Counter)
+    """Samples by split (``train``, ``dev``, ``test``)."""
+    held_out_trajectories: int = 0
+    """Trajectories drawn for the held-out split (``holdout_trajectories``)."""
+    held_out_alongside: int = 0
+    """Trajectories held out because they share a drawn trajectory's instance."""
 
     def drop(self, instance_id: str, reason: str) -> None:
         self.dropped_samples[reason] += 1
@@ -63,8 +69,12 @@ class DecomposeStats:
             ("not a target", self.dropped_steps),
             ("dropped sample", self.dropped_samples),
             ("samples with oracle", self.oracle),
+            ("samples in split", self.splits),
         ):
             rows += [(f"{prefix}: {reason}", n) for reason, n in sorted(counter.items(), key=_order)]
+        if self.held_out_trajectories:
+            rows.append(("held-out trajectories drawn", self.held_out_trajectories))
+            rows.append(("held out with them (same instance)", self.held_out_alongside))
         if self.dropped_by_instance:
             rows.append(("instances losing samples", len(self.dropped_by_instance)))
             rows.append(("instances losing all", sum(1 for r in self.instance_rows() if r[1] == 0)))

@@ -8,6 +8,7 @@ order (``whole``, then :data:`WINDOW_LADDER`); when none fits that way, the last
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import swe_srl.trajectories.sample_file as sf
@@ -58,25 +59,36 @@ class Oracles:
             self.out.add_oracle(instance_id, setting, files)
 
 
+@dataclass(frozen=True)
+class Shape:
+    """How the samples of one trajectory are shaped (the options of :func:`~swe_srl.trajectories.decompose`)."""
+
+    split: str
+    max_tokens: int | None
+    window: int | None
+    """The history window K (None: every earlier step)."""
+    counter: TokenCounter
+    settings: list[str]
+
+
 def fit_sample(
     index: int,
     history: list[dict[str, str]],
     problems: dict[str, dict[str, str]],
     traj: Trajectory,
-    settings: list[str],
-    max_tokens: int,
-    counter: TokenCounter,
+    shape: Shape,
     oracles: Oracles,
 ) -> tuple[str, Any] | None:
     """(oracle setting, :func:`~swe_srl.trajectories.sample_file.encode_fit` record) of sample ``index``, by the
-    rule above; None when no setting fits ``max_tokens``. ``problems`` caches the problem message per setting."""
-    chosen = None
-    for setting in settings:
+    rule above; None when no setting fits ``shape.max_tokens``. ``problems`` caches the problem message per
+    setting."""
+    chosen, budget, counter = None, int(shape.max_tokens or 0), shape.counter
+    for setting in shape.settings:
         if setting not in problems:
             problems[setting] = sf.problem_message(traj.problem, oracles.contents(traj.instance_id, setting))
-        prompt = sf.prompt_of(history, problems[setting], index)
-        fitted = fit_messages(prompt, max_tokens, counter)
-        if counter.total(fitted) > max_tokens:
+        prompt = sf.prompt_of(history, problems[setting], index, shape.window)
+        fitted = fit_messages(prompt, budget, counter)
+        if counter.total(fitted) > budget:
             continue
         chosen = (setting, prompt, fitted)
         if fitted[1] == prompt[1]:  # neither steps omitted nor the problem (with its files) cut

@@ -4,7 +4,8 @@ One JSON object a line, each with a ``kind``:
 
 * ``header`` (first line): ``format``, and the prompt options the samples were built with: ``observation_chars``,
   ``history_thoughts``, ``oracle`` (``none``, ``whole``, ``window:N`` forced, or ``whole+windows``: whole files,
-  windows where a sample does not fit ``max_tokens``), ``max_tokens``, ``tokenizer``;
+  windows where a sample does not fit ``max_tokens``), ``max_tokens``, ``tokenizer``, and ``history`` (K: each
+  prompt shows the last K steps; absent: every earlier step) and ``holdout_trajectories`` when they were given;
 * ``trajectory``: one expert trajectory, once (``ref``, ``instance_id``, ``trajectory_hash``, ``problem``,
   ``actions``, ``observations`` already cut to ``observation_chars``, and ``thoughts`` with ``history_thoughts``);
 * ``oracle``: one instance's oracle files in one setting, once (``instance_id``, ``oracle``, ``files``: path →
@@ -15,8 +16,10 @@ One JSON object a line, each with a ``kind``:
   when the token budget changed the prompt, ``fit`` (what the fitter changed, see :func:`encode_fit`).
 
 Prompts are built when the file is read (:func:`expand`): sample k's prompt is ``build_messages(problem,
-history[:k], oracle_files=files, ...)`` of its trajectory, then ``fit`` applied, exactly the messages a
-self-contained (format 1) sample held in ``prompt``.
+history[:k], oracle_files=files, window=K, ...)`` of its trajectory (K the header's ``history``), then ``fit``
+applied, exactly the messages a self-contained (format 1) sample held in ``prompt``. :func:`expanded_text` writes
+those self-contained samples (``swe-srl decompose --expand``): a header (format 1, ``expanded``), then one line per
+sample holding its ``messages``, the prompt as the model sees it, without the target.
 """
 
 from __future__ import annotations
@@ -27,7 +30,13 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from swe_srl.core.prompts import OBSERVATION_ELIDED, build_messages, format_problem, truncate_observation
+from swe_srl.core.prompts import (
+    OBSERVATION_ELIDED,
+    build_messages,
+    format_problem,
+    omitted_note,
+    truncate_observation,
+)
 from swe_srl.errors import TrajectoryFormatError
 from swe_srl.trajectories.schema import Trajectory
 
@@ -71,9 +80,15 @@ def problem_message(problem: str, files: Mapping[str, str] | None) -> dict[str, 
     return {"role": "user", "content": format_problem(problem, files or None)}
 
 
-def prompt_of(history: list[dict[str, str]], problem: dict[str, str], step: int) -> list[dict[str, str]]:
-    """Sample ``step``'s unfitted prompt: system, problem (with its oracle files), then steps 0..step-1."""
-    return [dict(history[0]), dict(problem), *(dict(m) for m in history[2 : 2 + 2 * step])]
+def prompt_of(
+    history: list[dict[str, str]], problem: dict[str, str], step: int, window: int | None = None
+) -> list[dict[str, str]]:
+    """Sample ``step``'s unfitted prompt: system, problem (with its oracle files), then steps 0..step-1, or only the
+    last ``window`` of them, as :func:`~swe_srl.core.prompts.window_messages` shows them."""
+    omitted = max(0, step - window) if window is not None else 0
+    if omitted:
+        problem = {"role": problem["role"], "content": problem["content"] + omitted_note(omitted)}
+    return [dict(history[0]), dict(problem), *(dict(m) for m in history[2 + 2 * omitted : 2 + 2 * step])]
 
 
 def encode_fit(prompt: list[dict[str, str]], fitted: list[dict[str, str]]) -> Any:
@@ -153,9 +168,18 @@ def _oracle_files(
     return files
 
 
+def history_window(where: str, header: Mapping[str, Any]) -> int | None:
+    """The header's ``history`` (K), or None when it has none; anything but a whole number >= 0 is an error."""
+    window = header.get("history")
+    if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 0):
+        raise TrajectoryFormatError(f"{where}: header 'history' must be a whole number >= 0, got {window!r}")
+    return window
+
+
 def expand(records: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Sample rows with their ``prompt`` built, from ``(where, record)`` pairs of a format-2 file (samples may come
-    before the records they name; a delta's base record comes before it).
+    before the records they name; a delta's base record comes before it; the header's ``history`` windows every
+    prompt).
 
     Rows hold the keys of a format-1 sample (``prompt``, ``expert_action``, ``expert_thought``, ``instance_id``,
     ``step``, ``num_steps``, ``trajectory_hash``, ``split``, ``oracle_files``) and ``oracle``. Errors name the line.
@@ -163,16 +187,19 @@ def expand(records: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
     trajectories: dict[Any, dict[str, Any]] = {}
     oracles: dict[tuple[str, str], dict[str, str]] = {}
     samples = []
+    window = None
     for where, record in records:
         kind = record.get("kind")
-        if kind == "trajectory":
+        if kind == "header":
+            window = history_window(where, record)
+        elif kind == "trajectory":
             trajectories[record.get("ref")] = record
         elif kind == "oracle":
             key = (str(record.get("instance_id")), str(record.get("oracle")))
             oracles[key] = _oracle_files(where, record, oracles)
         elif kind == "sample":
             samples.append((where, record))
-        elif kind != "header":
+        else:
             raise TrajectoryFormatError(f"{where}: unknown record kind {kind!r}")
     histories: dict[Any, list[dict[str, str]]] = {}
     problems: dict[tuple[Any, str], dict[str, str]] = {}
@@ -197,7 +224,8 @@ def expand(records: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
             histories[ref] = history_messages(trajectory)
         if (ref, setting) not in problems:
             problems[(ref, setting)] = problem_message(trajectory["problem"], files)
-        prompt = apply_fit(prompt_of(histories[ref], problems[(ref, setting)], step), sample.get("fit"))
+        prompt = prompt_of(histories[ref], problems[(ref, setting)], step, window)
+        prompt = apply_fit(prompt, sample.get("fit"))
         rows.append(
             {
                 "prompt": prompt,
@@ -257,4 +285,11 @@ class SampleFile:
 
     def rows(self) -> list[dict[str, Any]]:
         """The samples with their prompts, exactly as reading the written file gives them."""
-        return expand((f"record {n}", r) for n, r in enumerate(self.records, start=1))
+        return expand((f"record {n}", r) for n, r in enumerate((self.header, *self.records)))
+
+    def expanded_text(self) -> str:
+        """The self-contained file (``--expand``): a header (format 1, ``expanded``), then one line per sample with
+        its ``messages`` (the prompt, without the target) and the fields of :meth:`rows`."""
+        header = {**self.header, "format": "1", "expanded": True}
+        lines = [header, *({"messages": row.pop("prompt"), **row} for row in self.rows())]
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines)

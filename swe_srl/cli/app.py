@@ -1,4 +1,8 @@
-"""The ``swe-srl`` command line: one Typer app; each area registers its commands from a module beside this one."""
+"""The ``swe-srl`` command line: one Typer app whose commands are imported when they run.
+
+:data:`COMMANDS` names every command, its help line and where it lives; ``swe-srl --help`` lists them without
+importing any, and a command imports only its own module (``reward`` needs neither Docker nor the training stack).
+"""
 
 from __future__ import annotations
 
@@ -7,20 +11,84 @@ import sys
 import typer
 from rich.console import Console
 
-from swe_srl.cli import env, evaluate, expert, infra, rewards, tasks, train, trajectories
+from swe_srl.cli.lazy import Lazy, LazyGroup
 from swe_srl.errors import SweSrlError
-from swe_srl.infra.sandbox.janitor import install_sigterm_handler
+from swe_srl.infra.sandbox.signals import install_sigterm_handler
+
+COMMANDS = {
+    "setup": Lazy(
+        "Install/start the Docker engine if needed (root on Linux) and build the base images. Idempotent.",
+        "swe_srl.cli.infra:setup",
+    ),
+    "janitor": Lazy(
+        "Remove swe-srl containers whose run's process is gone (same host), or older than --older-than hours.",
+        "swe_srl.cli.infra:janitor",
+    ),
+    "reward": Lazy(
+        "Score an action against the expert action and print the total and every component.",
+        "swe_srl.cli.rewards:reward",
+    ),
+    "decompose": Lazy(
+        "Split expert trajectories into SRL step samples (prompt → expert action).",
+        "swe_srl.cli.trajectories:decompose_cmd",
+    ),
+    "replay": Lazy(
+        "Replay trajectories in the sandbox: exit codes, self-rewards, observation matches.",
+        "swe_srl.cli.expert:replay_cmd",
+    ),
+    "shell": Lazy(
+        "Interactive bash in the episode's container; the container is removed on exit or Ctrl-C.",
+        "swe_srl.cli.expert:shell_cmd",
+    ),
+    "train": Lazy(
+        "Train a policy with SRL on expert step samples (TRL GRPO + dynamic sampling).",
+        "swe_srl.cli.train:train",
+    ),
+    "eval": Lazy(
+        "Run POLICY as an agent in SWEEnv on every instance of DATASET and grade the patches SWE-bench style.",
+        "swe_srl.cli.evaluate:eval_cmd",
+    ),
+    "images": Lazy(
+        "Build images (base → env → instance).",
+        {
+            "base": Lazy(
+                "Build (or reuse) the base image(s) and print their tags.", "swe_srl.cli.infra:images_base"
+            ),
+            "build": Lazy(
+                "Build (or pull, for official images) the instance images of every instance of DATASET.",
+                "swe_srl.cli.tasks:images_build_cmd",
+            ),
+        },
+    ),
+    "tasks": Lazy("Task datasets: the bundled suite, synthesis, validation.", "swe_srl.cli.tasks:tasks_app"),
+    "trajectories": Lazy(
+        "Expert trajectories: import public formats.", "swe_srl.cli.trajectories:trajectories_app"
+    ),
+    "expert": Lazy(
+        "Scripted expert trajectories on tasks with a gold patch.", "swe_srl.cli.expert:expert_app"
+    ),
+    "env": Lazy("The Gymnasium environment (SweSrl-v0).", "swe_srl.cli.env:env_app"),
+}
+"""Every command: its help line (``--help`` shows it; tests/unit/test_cli_lazy.py checks it is the command's own)
+and ``module:attribute``, or the registry of a group spread over several modules."""
+
+
+class Commands(LazyGroup):
+    lazy = COMMANDS
+
 
 app = typer.Typer(
     name="swe-srl",
-    help="Train and evaluate software-engineering agents with Supervised Reinforcement Learning.",
+    cls=Commands,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
-for module in (infra, tasks, rewards, trajectories, expert, env, train, evaluate):
-    module.register(app)  # each command module adds its commands; heavy imports (torch, trl) stay in them
+
+@app.callback()
+def _root() -> None:
+    """Train and evaluate software-engineering agents with Supervised Reinforcement Learning."""
 
 
 def main() -> None:

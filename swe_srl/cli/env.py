@@ -58,7 +58,3 @@ def demo(
     if result.error:
         console.print(f"{result.exit_reason}: {result.error}", style="red", highlight=False, markup=False)
         raise typer.Exit(1)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(env_app, name="env")

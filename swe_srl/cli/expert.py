@@ -102,9 +102,3 @@ def shell_cmd(
     traj = _trajectory(trajectory, None, instance_id)[0] if trajectory else None
     code = open_shell(_instance(dataset, instance_id), trajectory=traj, step=step, repos_dir=repos_dir)
     raise typer.Exit(code)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(expert_app, name="expert")
-    app.command("replay")(replay_cmd)
-    app.command("shell")(shell_cmd)

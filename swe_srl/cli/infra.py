@@ -1,4 +1,5 @@
-"""Infra commands: ``setup`` (engine + base images), ``janitor`` (reap orphan containers), ``images base``."""
+"""Infra commands: ``setup`` (engine + base images), ``janitor`` (reap orphan containers), ``images base``
+(``images build`` is in tasks.py; app.py's registry makes them one group)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,6 @@ IMAGE_SOURCE_HELP = (
 )
 REGISTRY_CHECK = "django__django-11099"
 """An instance whose official image ``setup --source swebench`` asks the registry about."""
-
-images_app = typer.Typer(help="Build images (base → env → instance).", no_args_is_help=True)
-"""The ``images`` group; other areas add their subcommands (e.g. ``images build``) to it."""
 
 
 def setup(
@@ -69,7 +67,6 @@ def janitor(
     typer.echo(f"{len(reaped)} container(s) removed")
 
 
-@images_app.command("base")
 def images_base(
     python: list[str] = typer.Option(["3.11"], "--python", help="Python version(s): 3.9, 3.11, 3.13."),
     source: str = typer.Option("auto", help="auto | debootstrap | registry (or SWE_SRL_BASE_SOURCE)."),
@@ -78,9 +75,3 @@ def images_base(
 
     for version in python:
         typer.echo(ensure_base_image(version, source=source, console=Console(stderr=True)))
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(setup)
-    app.command()(janitor)
-    app.add_typer(images_app, name="images")

@@ -10,7 +10,7 @@ import typer
 
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.benchmark.repos import extract_sdist, fetch_sdist
-from swe_srl.cli.infra import IMAGE_SOURCE_HELP, images_app  # the shared ``images`` group
+from swe_srl.cli.infra import IMAGE_SOURCE_HELP
 from swe_srl.errors import TaskError
 from swe_srl.grading.validate import RATES, VALID, validate
 from swe_srl.infra.recipes import instance_image
@@ -124,9 +124,3 @@ def images_build_cmd(
     select_image_source(image_source)
     for inst in load_instances(dataset):
         typer.echo(f"{inst.instance_id}: {instance_image(inst, repos_dir=repos_dir)}")
-
-
-def register(app: typer.Typer) -> None:
-
-    app.add_typer(tasks_app, name="tasks")
-    images_app.command("build")(images_build_cmd)

@@ -125,7 +125,7 @@ def test_sigterm_closes_sandboxes(tiny_image: str, docker_engine) -> None:
         import time
         from swe_srl.infra.sandbox.base import SandboxSpec
         from swe_srl.infra.sandbox.docker import DockerSandbox
-        from swe_srl.infra.sandbox.janitor import install_sigterm_handler
+        from swe_srl.infra.sandbox.signals import install_sigterm_handler
         install_sigterm_handler()
         box = DockerSandbox(SandboxSpec(image={tiny_image!r})).start()
         print(box.container_id, flush=True)

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from swe_srl.infra.sandbox import janitor
+from swe_srl.infra.sandbox import janitor, signals
 
 PR_SET_PDEATHSIG = 1
 POLL_S = 1.0
@@ -31,7 +31,7 @@ def worker_init(parent_pid: int, run_id: str) -> None:
     with the driver's ``run_id``."""
     janitor.RUN_ID = run_id
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    janitor.install_sigterm_handler()
+    signals.install_sigterm_handler()
     _set_pdeathsig(signal.SIGTERM)
     threading.Thread(target=_watch, args=(parent_pid,), name="swe-srl-lifeline", daemon=True).start()
 

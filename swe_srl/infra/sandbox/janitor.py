@@ -3,7 +3,7 @@
 Without any of these a container still ends with its owner process (``tether.py``): its PID 1 reads a stdin socket
 only the owner holds; when the owner dies (SIGKILL included) the kernel closes it, PID 1 exits and the engine removes
 the auto-removed container. The registry
-closes them sooner and cleanly (atexit, SIGTERM via :func:`install_sigterm_handler`, a stopped executor's task
+closes them sooner and cleanly (atexit, SIGTERM via ``signals.install_sigterm_handler``, a stopped executor's task
 threads via :func:`stop_threads`); the janitor (:func:`reap`) is for engines that were down meanwhile.
 
 Every swe-srl container carries ``swe-srl.owner=swe-srl``, ``swe-srl.run-id``, ``swe-srl.pid``, ``swe-srl.host``
@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -99,12 +97,6 @@ def stop_threads(thread_prefix: str) -> None:
     with _lock:
         _stopped.add(thread_prefix)
     close_all(thread_prefix)
-
-
-def install_sigterm_handler() -> None:
-    """Turn SIGTERM into ``SystemExit`` so ``finally`` blocks and atexit close the containers (main thread only)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def _pid_alive(pid: int) -> bool:

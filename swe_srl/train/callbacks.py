@@ -1,9 +1,8 @@
-"""Monitoring: ``metrics.jsonl`` per logged step, a PNG of the training curves, held-out greedy evaluation, and a
-rich progress bar."""
+"""Monitoring: ``metrics.jsonl`` per logged step, the training-curves PNG (drawn by ``plot.py``) on save and at the
+end, held-out greedy evaluation, and a rich progress bar."""
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from pathlib import Path
@@ -12,81 +11,9 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from transformers import TrainerCallback
 
-from swe_srl.paths import atomic_write_bytes
 from swe_srl.train.heldout import greedy_outputs
-
-# metric key in TRL's logs → panel title
-PLOTTED = {
-    "reward": "mean reward",
-    "kl": "KL to reference",
-    "entropy": "entropy",
-    "completions/mean_length": "completion length",
-    "format_error_rate": "format-error rate",
-}
-KEPT = "dynamic_sampling/kept_ratio"
-
-
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """All records of a metrics.jsonl (missing file → empty list)."""
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def plot_metrics(metrics_path: Path, png_path: Path, heldout: dict[str, Any] | None = None) -> Path:
-    """Plot reward / KL / entropy / completion length / format-error rate (and eval reward), the reward layers and
-    the dynamic-sampling kept ratio against step; with ``heldout`` (the held-out report) a bar panel of the final
-    policy, the starting policy and the baselines on the test split under both rewards."""
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    records = read_metrics(metrics_path)
-    layers = sorted({k for r in records for k in r if k.startswith("reward_components/")})
-    panels = [*PLOTTED.items(), ("layers", "reward layers (train)"), (KEPT, "dynamic sampling: kept ratio")]
-    count = len(panels) + (1 if heldout and heldout.get("means") else 0)
-    fig, axes = plt.subplots(1, count, figsize=(4 * count, 3.2))
-    for ax, (key, title) in zip(axes, panels, strict=False):
-        for name in layers if key == "layers" else [key]:
-            points = [
-                (r["step"], r[name])
-                for r in records
-                if isinstance(r.get(name), int | float) and math.isfinite(r[name])
-            ]
-            if points:
-                ax.plot(*zip(*points, strict=True), label=name.split("/")[-1] if key == "layers" else "train")
-        if key == "reward":
-            evals = [(r["step"], r["eval/mean_reward"]) for r in records if "eval/mean_reward" in r]
-            if evals:
-                ax.plot(*zip(*evals, strict=True), "o--", label="held-out (greedy)")
-        if key in ("reward", "layers") and ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-        ax.set_title(title)
-        ax.set_xlabel("step")
-    if count > len(panels):
-        _heldout_bars(axes[-1], heldout)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
-    plt.close(fig)
-    atomic_write_bytes(png_path, buffer.getvalue())
-    return png_path
-
-
-def _heldout_bars(ax, heldout: dict[str, Any]) -> None:
-    names = list(heldout["means"])
-    for offset, mode in ((-0.2, "srl"), (0.2, "layered")):
-        ax.bar(
-            [i + offset for i in range(len(names))],
-            [heldout["means"][n][mode] for n in names],
-            0.4,
-            label=mode,
-        )
-    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
-    ax.set_title(f"held-out {heldout.get('split', 'test')} split ({heldout['samples']} samples)")
-    ax.legend(fontsize=7)
+from swe_srl.train.plot import plot_metrics
+from swe_srl.train.plot import read_metrics as read_metrics  # re-exported: run.py, resume.py, rlvr_run.py
 
 
 class MetricsCallback(TrainerCallback):

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from swe_srl.benchmark.instances import load_instances
-from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.rewards.effect.evaluator import SandboxEffect
 from swe_srl.trajectories.decompose import executed_steps
 from swe_srl.trajectories.expert_state import expert_states
 from swe_srl.trajectories.schema import Trajectory, read_jsonl

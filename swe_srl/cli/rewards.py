@@ -12,7 +12,7 @@ from rich.table import Table
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN, format_output
 from swe_srl.rewards import StepContext, score_output, syntax_problems
 from swe_srl.rewards.harm import unexpected_harm
-from swe_srl.rewards.normalize import action_type
+from swe_srl.rewards.bash.units import action_type
 
 
 def _text(value: str, option: str) -> str:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swe_srl.rewards import score_output
-from swe_srl.rewards.effect_inputs import step_inputs
-from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.rewards.effect.evaluator import SandboxEffect
+from swe_srl.rewards.syntax_inputs import step_inputs
 
 if TYPE_CHECKING:
     from swe_srl.benchmark.instances import Instance

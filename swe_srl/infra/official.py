@@ -13,7 +13,7 @@ The image is pulled when missing (a present one is used as it is) and gets one t
   (:data:`TOOL_PYTHONS`: conda's base first; ``harness.pin_tool_python``), never the testbed env's (3.5-3.8 for older
   repos), which ``#!/usr/bin/env python3`` would find once ``testbed`` is activated;
 * the label :data:`~swe_srl.infra.executables.SESSION_INIT_LABEL` = :data:`ACTIVATE`: every sandbox session on the
-  image runs it at top level first (``sandbox/shells.py``), so grading and episodes run in the testbed env the way
+  image runs it at top level first (``sandbox/shell_keeper.py``), so grading and episodes run in the testbed env the way
   the official eval script does; the executables listing runs it too.
 
 * a check that ``base_commit`` is in ``/testbed``, after a training set's start-state commands

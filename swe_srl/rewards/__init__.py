@@ -2,7 +2,7 @@
 effect layer's interface, the layered combination, and the TRL adapter. The env and the trainer share them."""
 
 from swe_srl.rewards.context import RewardResult, StepContext
-from swe_srl.rewards.effect import EFFECT_MODES, EffectEvaluator
+from swe_srl.rewards.effect.protocol import EFFECT_MODES, EffectEvaluator
 from swe_srl.rewards.layered import MODES, RewardWeights, combine, score_output, score_step
 from swe_srl.rewards.semantic import semantic_similarity
 from swe_srl.rewards.similarity import similarity

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from swe_srl.rewards.bashparse import ShellCommand, parse_shell
+from swe_srl.rewards.bash.parse import ShellCommand, parse_shell
 from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.edits import normalize_path
 

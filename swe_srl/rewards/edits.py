@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from swe_srl.rewards.bashparse import ShellCommand
+from swe_srl.rewards.bash.parse import ShellCommand
 
 PYTHONS = frozenset({"python", "python3", "python2", "pypy3"} | {f"python3.{m}" for m in range(6, 15)})
 EDITOR = "str_replace_editor"

@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from swe_srl.rewards.bashparse import ShellCommand, parse_shell
+from swe_srl.rewards.bash.flags import split_flags
+from swe_srl.rewards.bash.parse import ShellCommand, parse_shell
+from swe_srl.rewards.bash.units import GIT_READS, LOCATION, action_units, to_units
 from swe_srl.rewards.commands import unwrap
 from swe_srl.rewards.edits import command_edits, is_python_path, normalize_path
-from swe_srl.rewards.flags import split_flags
-from swe_srl.rewards.normalize import GIT_READS, LOCATION, action_units, to_units
 
 _STDOUT = frozenset({">", "1>", ">|", "&>"})
 _DELETE = frozenset({"rm", "rmdir", "unlink", "shred"})

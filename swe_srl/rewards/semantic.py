@@ -1,7 +1,7 @@
 """The semantic layer ∈ [0, 1]: similarity of two actions' normalized syntax trees (docs/rewards.md has examples).
 
 An action with a destructive operation the expert's action does not do (``harm.py``) scores 0. Otherwise both
-actions become lists of :class:`~swe_srl.rewards.normalize.Unit` (one per simple command or file edit), paired
+actions become lists of :class:`~swe_srl.rewards.bash.units.Unit` (one per simple command or file edit), paired
 greedily by score; the action score is the F1 of recall (how much of the expert's units the pairs cover) and
 precision (how much of the action's units match), each weighted per unit: reads, ``cd``/``echo`` and pipe filters
 weigh half of what edits, test runs and other commands weigh (``cd``/``echo``/filters 0.1, reads 0.5, others 1),
@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from swe_srl.rewards.bash.units import GIT_READS, LOCATION, Unit, action_units
 from swe_srl.rewards.edits import Edit
 from swe_srl.rewards.harm import unexpected_harm
-from swe_srl.rewards.normalize import GIT_READS, LOCATION, Unit, action_units
 from swe_srl.rewards.pycode import LIMIT, change_sim, code_sim
 from swe_srl.rewards.similarity import normalize_ws, text_ratio
 from swe_srl.rewards.syntax import sed_literal

@@ -30,7 +30,7 @@ import textwrap
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from swe_srl.rewards.bashparse import parse_shell
+from swe_srl.rewards.bash.parse import parse_shell
 from swe_srl.rewards.commands import unknown_commands
 from swe_srl.rewards.context import StepContext
 from swe_srl.rewards.edits import Edit, command_edits, is_python_path, python_code

@@ -10,14 +10,17 @@ template's generation prompt wrote) and ``UnslottedReward`` (a slotted policy's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from swe_srl.core.actions import THINK_OPEN
 from swe_srl.core.slots import unslot
 from swe_srl.errors import ConfigError
-from swe_srl.rewards.effect import EFFECT_MODES, EffectEvaluator
+from swe_srl.rewards.effect.protocol import EFFECT_MODES, EffectEvaluator
 from swe_srl.rewards.layered import MODES, RewardWeights, score_output
+
+StepInputsFn = Callable[[Any, Any, Any], tuple[frozenset[str] | None, frozenset[str] | None]]
+"""(instance_id, trajectory_hash, step) → the syntax layer's (executables, created_files) of that step."""
 
 
 def completion_text(completion: Any) -> str:
@@ -38,10 +41,13 @@ def completion_text(completion: Any) -> str:
 class SRLReward:
     """Picklable TRL reward function over :func:`score_output` — the same code the environment scores with.
 
-    ``effect_mode`` other than ``off`` needs an ``effect`` evaluator (an ``EffectEvaluator``); when it has
-    ``step_inputs`` (``SandboxEffect``), located steps also get the syntax layer's ``executables`` (the instance
-    image's) and ``created_files`` (from the expert state). ``last_components`` holds the components of every
-    completion of the last call, for logging.
+    ``effect_mode`` other than ``off`` needs an ``effect`` evaluator (an ``EffectEvaluator``). ``inputs`` gives
+    located steps (``instance_id``, ``trajectory_hash``, ``step`` columns) the syntax layer's ``executables`` (the
+    instance image's) and ``created_files`` (from the expert state), as the env gives its steps, so the trainer and
+    the env score one action alike: a :class:`~swe_srl.rewards.syntax_inputs.StepInputs` (without Docker it falls
+    back to the default executable set and says so), else the effect evaluator's ``step_inputs`` when it has one
+    (``SandboxEffect``). With neither, every step is judged against ``commands.DEFAULT_EXECUTABLES`` with its
+    created files unknown. ``last_components`` holds the components of every completion of the last call.
     """
 
     def __init__(
@@ -51,6 +57,7 @@ class SRLReward:
         effect_mode: str = "off",
         fuzzy: bool = False,
         effect: EffectEvaluator | None = None,
+        inputs: StepInputsFn | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"reward mode={mode!r}: choose one of {', '.join(MODES)}")
@@ -66,6 +73,7 @@ class SRLReward:
         self.effect_mode = effect_mode
         self.fuzzy = fuzzy
         self.effect = effect if effect_mode != "off" else None
+        self.inputs = inputs if inputs is not None else getattr(self.effect, "step_inputs", None)
         self.__name__ = f"srl_{mode}"
         self.last_components: list[dict[str, float]] = []
         self.last_format_errors: list[str | None] = []
@@ -99,13 +107,12 @@ class SRLReward:
         return [r.total for r in results]
 
     def _syntax_inputs(self, where: tuple) -> dict[str, frozenset[str] | None]:
-        """The syntax layer's ``executables`` / ``created_files`` of a located step, from the effect evaluator
-        (it knows the instances and expert trajectories); none without one, or when the step is not located."""
-        inputs = getattr(self.effect, "step_inputs", None)
-        if inputs is None or self.mode == "srl" or None in where:
+        """The syntax layer's ``executables`` / ``created_files`` of a located step, from :attr:`inputs`; none
+        without them, in ``srl`` mode (no syntax layer), or when the step is not located."""
+        if self.inputs is None or self.mode == "srl" or None in where:
             return {}
         if where not in self._inputs:
-            executables, created = inputs(*where)
+            executables, created = self.inputs(*where)
             self._inputs[where] = {"executables": executables, "created_files": created}
         return self._inputs[where]
 
@@ -115,6 +122,11 @@ class SRLReward:
         log_extra = columns.get("log_extra")
         if callable(log_extra):
             log_extra(f"{self.__name__}_format_error", [e or "" for e in self.last_format_errors])
+
+    @property
+    def syntax_fallback(self) -> str | None:
+        """Why the syntax layer's inputs fell back to the defaults (no Docker engine, no trajectories), or None."""
+        return getattr(self.inputs, "fallback", None)
 
     def __repr__(self) -> str:
         return f"SRLReward(mode={self.mode!r}, effect_mode={self.effect_mode!r}, fuzzy={self.fuzzy})"

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError
 
 from swe_srl.benchmark.instances import HELD_OUT
 from swe_srl.errors import ConfigError
-from swe_srl.rewards.effect import EffectMode
+from swe_srl.rewards.effect.protocol import EffectMode
 from swe_srl.train.augment import SwapPool
 from swe_srl.train.options import (
     DynamicSampling,

@@ -15,7 +15,8 @@ from swe_srl.core.slots import policy_outputs, policy_rows, uses_slots
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
-from swe_srl.rewards.effect_sandbox import SandboxEffect
+from swe_srl.rewards.effect.evaluator import SandboxEffect
+from swe_srl.rewards.syntax_inputs import StepInputs
 from swe_srl.rewards.trl import PrefixedReward, UnslottedReward
 from swe_srl.train.callbacks import (
     HeldOutEvalCallback,
@@ -93,14 +94,19 @@ def build_effect(config: TrainConfig, sample_set) -> Any:
     )
 
 
-def build_reward(config: TrainConfig, effect: Any = None) -> Any:
-    """The shared SRL reward (rewards team), configured from the run's options."""
+def build_reward(config: TrainConfig, effect: Any = None, sample_set: Any = None) -> Any:
+    """The shared SRL reward (rewards team), configured from the run's options; with ``sample_set`` its syntax
+    layer judges each sample against its instance image's executables and expert state, as the env does."""
+    inputs = None
+    if sample_set is not None:
+        inputs = StepInputs(sample_set.trajectories, sample_set.instances, dataset=config.tasks or "bundled")
     return SRLReward(
         mode=config.reward,
         weights={"mix": config.reward_mix},
         effect_mode=config.effect,
         fuzzy=config.fuzzy,
         effect=effect,
+        inputs=inputs,
     )
 
 
@@ -112,7 +118,9 @@ def spread(rows: list[dict], n: int) -> list[dict]:
     return [rows[int(i * step)] for i in range(min(n, len(rows)))]
 
 
-def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, console=None, effect=None):
+def build_trainer(
+    config: TrainConfig, train_rows, test_rows, reward_func=None, console=None, effect=None, sample_set=None
+):
     """The configured ``SRLGRPOTrainer`` with metrics, held-out eval and progress callbacks."""
     from transformers import AutoTokenizer, PrinterCallback
 
@@ -127,7 +135,7 @@ def build_trainer(config: TrainConfig, train_rows, test_rows, reward_func=None, 
     if max_prompt:  # the model's context window
         train_rows = fit_rows(train_rows, max_prompt, tokenizer)
         held_out = fit_rows(held_out, max_prompt, tokenizer)
-    reward = reward_func if reward_func is not None else build_reward(config, effect)
+    reward = reward_func if reward_func is not None else build_reward(config, effect, sample_set)
     if prefix:
         reward = PrefixedReward(reward, prefix)
     if uses_slots(tokenizer):
@@ -278,7 +286,9 @@ def run_training(
         shutil.rmtree(out / "tiny-model", ignore_errors=True)
     sample_set, train_rows, test_rows = split_samples(config)
     effect = build_effect(config, sample_set) if reward_func is None else None
-    trainer, evaluator = build_trainer(config, train_rows, test_rows, reward_func, console, effect)
+    trainer, evaluator = build_trainer(
+        config, train_rows, test_rows, reward_func, console, effect, sample_set
+    )
     if checkpoint is not None:
         evaluator.history = resume_metrics(out / "metrics.jsonl", checkpoint_step(Path(checkpoint)))
         restore_refill_state(trainer, Path(checkpoint))

@@ -22,7 +22,7 @@ def fix_step(docker_engine):
 
 
 def test_expert_action_is_identical(fix_step, tmp_path) -> None:
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
 
     traj, instance, k = fix_step
     effect = SandboxEffect("full", root=tmp_path, expert_root=tmp_path / "e")
@@ -33,7 +33,7 @@ def test_expert_action_is_identical(fix_step, tmp_path) -> None:
 
 
 def test_cached_equals_full_and_skips_tests(fix_step, tmp_path) -> None:
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
 
     traj, instance, k = fix_step
     edit = f"echo '# not the fix' >> {instance.oracle_files[0]}"
@@ -50,7 +50,7 @@ def test_cached_equals_full_and_skips_tests(fix_step, tmp_path) -> None:
 
 
 def test_broken_python_is_flagged(fix_step, tmp_path) -> None:
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
 
     traj, instance, k = fix_step
     path = instance.oracle_files[0]

@@ -35,7 +35,7 @@ def task(docker_engine):
 
 
 def test_reset_restores_everything(task) -> None:
-    from swe_srl.rewards.effect_box import EffectBox
+    from swe_srl.rewards.effect.container import EffectBox
 
     instance, traj, state, fix = task
     post, cwd = state.diffs[fix], "/testbed/tabulate"
@@ -70,7 +70,7 @@ def test_reset_restores_everything(task) -> None:
 
 
 def test_writes_outside_the_repository_replace_the_box(task, tmp_path) -> None:
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
 
     instance, traj, _, fix = task
     with SandboxEffect("cached", root=tmp_path / "a", expert_root=tmp_path / "e") as effect:
@@ -84,7 +84,7 @@ def test_writes_outside_the_repository_replace_the_box(task, tmp_path) -> None:
 
 
 def test_warm_box_equals_fresh_containers(task, tmp_path) -> None:
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
 
     instance, traj, _, fix = task
     path = instance.oracle_files[0]

@@ -124,7 +124,7 @@ def cases_for(instance, traj: Trajectory, state) -> list[tuple[str, int, str, st
 
 def test_effect_table(docker_engine, tmp_path) -> None:
     from swe_srl.benchmark.instances import load_instances
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
     from swe_srl.trajectories.expert_state import expert_states
     from swe_srl.trajectories.scripted import default_trajectories
 

@@ -93,7 +93,7 @@ def test_swe_smith_gold_resolves_and_empty_does_not(smith: Instance) -> None:
 
 def test_swe_smith_episode_effect_and_replay(smith: Instance, tmp_path: Path) -> None:
     from swe_srl.eval.replay import replay
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
 
     # RLVR's episode: SWEEnv on the instance, the gold fix submitted, graded by the outcome reward
     env = SWEEnv(instances=[smith], reward_mode="outcome")

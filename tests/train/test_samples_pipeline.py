@@ -19,7 +19,7 @@ from swe_srl.train.data import read_samples  # noqa: E402
 from swe_srl.train.fitting import fit_rows  # noqa: E402
 from swe_srl.train.run import build_effect, build_reward, resolve_samples
 from swe_srl.train.samples import build_samples  # noqa: E402
-from swe_srl.train.tiny import build_tokenizer  # noqa: E402
+from swe_srl.train.tiny.model import build_tokenizer  # noqa: E402
 from swe_srl.trajectories.oracle import oracle_contents  # noqa: E402
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl  # noqa: E402
 
@@ -130,7 +130,7 @@ def test_task_set_without_splits_uses_the_one_split_rule(task_set, tmp_path: Pat
 
 
 def test_effect_wiring(task_set):
-    from swe_srl.rewards.effect_sandbox import SandboxEffect
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
     from swe_srl.train.samples import SampleSet
     from swe_srl.trajectories.schema import read_jsonl
 
@@ -153,7 +153,7 @@ def test_effect_wiring(task_set):
             assert build_effect(config, sample_set) is None
     config = load_config(None, [], tasks=str(tasks), trajectories=[str(trajs)], effect="full")
     effect = build_effect(config, resolve_samples(config))
-    assert isinstance(effect, SandboxEffect) and effect.mode == "full" and len(effect._trajectories) == 2
+    assert isinstance(effect, SandboxEffect) and effect.mode == "full" and len(effect.steps._trajectories) == 2
     reward = build_reward(config, effect)
     assert reward.effect is effect and reward.effect_mode == "full"
     # `--samples F --trajectories T --tasks D --effect cached`: the given samples, replayed against T
@@ -163,7 +163,7 @@ def test_effect_wiring(task_set):
     )
     sample_set = resolve_samples(config)
     effect = build_effect(config, sample_set)
-    assert sample_set.path == samples and isinstance(effect, SandboxEffect) and len(effect._trajectories) == 2
+    assert sample_set.path == samples and isinstance(effect, SandboxEffect) and len(effect.steps._trajectories) == 2
     # `--samples F --effect cached` alone: a clear error naming --trajectories
     config = load_config(None, [], samples=str(samples), effect="cached")
     with pytest.raises(TrainingError, match="--trajectories"):

@@ -1,4 +1,4 @@
-"""The local executor: results keyed by task, worker deaths retried and counted once, node-wide start slots."""
+"""The local executor: results keyed by task, worker deaths retried and counted once, node-wide start permits."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from swe_srl.errors import ConfigError
 from swe_srl.infra.executor import LocalExecutor, Task, TaskFailed, make_executor
-from swe_srl.infra.sandbox.slots import start_slot
+from swe_srl.infra.sandbox.start_limit import start_permit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +35,8 @@ def marked_sleep(key: str, marker_dir: str, seconds: float) -> str:
     return key.upper()
 
 
-def hold_slot(seconds: float) -> tuple[float, float]:
-    with start_slot(timeout_s=60):
+def hold_permit(seconds: float) -> tuple[float, float]:
+    with start_permit(timeout_s=60):
         began = time.monotonic()
         time.sleep(seconds)
         return began, time.monotonic()
@@ -109,22 +109,22 @@ def test_killed_worker_is_retried_and_counted_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("limit", "tasks"),
     [
-        ("1", 3),  # one slot: starts are serialized across processes
-        ("2", 4),  # two slots: never more than two at once
+        ("1", 3),  # one permit: starts are serialized across processes
+        ("2", 4),  # two permits: never more than two at once
     ],
 )
-def test_start_slots_cap_across_processes(monkeypatch, tmp_path: Path, limit: str, tasks: int) -> None:
+def test_start_permits_cap_across_processes(monkeypatch, tmp_path: Path, limit: str, tasks: int) -> None:
     monkeypatch.setenv("SWE_SRL_HOME", str(tmp_path))  # spawned workers inherit the environment
     monkeypatch.setenv("SWE_SRL_MAX_STARTS", limit)
     with LocalExecutor(tasks) as ex:
-        out = ex.map([Task(str(i), hold_slot, (0.4,)) for i in range(tasks)])
+        out = ex.map([Task(str(i), hold_permit, (0.4,)) for i in range(tasks)])
     assert max_overlap(list(out.values())) <= int(limit)
 
 
 @pytest.mark.parametrize("raw", ["0", "-1", "four"])  # not a positive integer
-def test_start_slot_rejects_bad_limit(monkeypatch, raw: str) -> None:
+def test_start_permit_rejects_bad_limit(monkeypatch, raw: str) -> None:
     monkeypatch.setenv("SWE_SRL_MAX_STARTS", raw)
-    with pytest.raises(ConfigError, match="SWE_SRL_MAX_STARTS"), start_slot():
+    with pytest.raises(ConfigError, match="SWE_SRL_MAX_STARTS"), start_permit():
         pass
 
 

@@ -13,7 +13,7 @@ from swe_srl.errors import ConfigError
 from swe_srl.infra.images import recipe_hash, resolve_source, safe_tag
 from swe_srl.infra.sandbox.base import TRUNCATION_MARKER, Limits
 from swe_srl.infra.sandbox.janitor import orphan_reason
-from swe_srl.infra.sandbox.session import Capture, ansi_c_quote
+from swe_srl.infra.sandbox.shell import Capture, ansi_c_quote
 
 BAD_LIMITS = [
     {"memory": "lots"},  # not a size

@@ -1,8 +1,8 @@
-"""The effect layer's definition on hand-made deltas (effect_score.py): what scores 1, partial, 0, and why."""
+"""The effect layer's definition on hand-made deltas (rewards/effect/score.py): what scores 1, partial, 0, and why."""
 
 import pytest
 
-from swe_srl.rewards.effect_score import (
+from swe_srl.rewards.effect.score import (
     ActionFacts,
     Delta,
     ExpertFacts,
@@ -184,7 +184,7 @@ def test_trl_reward_fills_the_syntax_inputs_of_located_steps() -> None:
 
 
 def test_known_outcomes_of_a_validated_task() -> None:
-    from swe_srl.rewards.effect_score import known_outcomes
+    from swe_srl.rewards.effect.score import known_outcomes
 
     f2p, p2p = ["t_fix"], ["t_keep"]
     assert known_outcomes(f2p, p2p, PRE, PRE, POST) == {

@@ -2,7 +2,7 @@
 
 import pytest
 
-from swe_srl.rewards.normalize import action_type, action_units, split_flags
+from swe_srl.rewards.bash.units import action_type, action_units, split_flags
 from swe_srl.rewards.semantic import semantic_similarity
 
 GREP = "grep -rn 'def parse' src/pkg/"

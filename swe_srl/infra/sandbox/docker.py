@@ -4,7 +4,7 @@ PID 1 of the container is bash reading its stdin until EOF (``tether.py``, no ``
 delivers a signal from inside the container to PID 1, so ``kill -9 -1`` or ``pkill -9 bash`` cannot stop the
 container, and it reaps orphans. Limits (memory+swap, CPUs, pids, network) come from ``spec.limits``; the disk budget
 (``Limits.disk``) is a file-size rlimit in the session plus polling of the writable layer's size while a command
-runs. Each ``run()`` goes through the persistent session (see ``session.py``); the "control" shell, made of builtins
+runs. Each ``run()`` goes through the persistent session (see ``shell.py``); the "control" shell, made of builtins
 for killing, stops the command's processes on timeout even when a fork bomb holds every pid (all non-infrastructure
 processes, background jobs included; when they keep forking, everything but PID 1 and the control shell). A session
 or control shell that dies (``exit``, ``kill -9 -1``, a timeout kill) is replaced (``ExecResult.session_restarted``);
@@ -34,9 +34,9 @@ from swe_srl.infra.sandbox import janitor
 from swe_srl.infra.sandbox.base import ExecResult, Patch, SandboxSpec
 from swe_srl.infra.sandbox.files import ContainerFiles
 from swe_srl.infra.sandbox.patching import RepoBroken, diff_in, pristine_patch
-from swe_srl.infra.sandbox.session import Shell, ShellEOF, ShellExpired, ShellStopped
-from swe_srl.infra.sandbox.shells import STARTUP_S, ShellKeeper
-from swe_srl.infra.sandbox.slots import start_slot
+from swe_srl.infra.sandbox.shell import Shell, ShellEOF, ShellExpired, ShellStopped
+from swe_srl.infra.sandbox.shell_keeper import STARTUP_S, ShellKeeper
+from swe_srl.infra.sandbox.start_limit import start_permit
 from swe_srl.infra.sandbox.tether import release, run_tethered
 
 DEFAULT_ENV = {
@@ -97,7 +97,7 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
                 "`swe-srl images build` / swe_srl.infra.images.ensure_instance_image for task images)"
             ) from None
         try:
-            with start_slot():  # back-pressure: $SWE_SRL_MAX_STARTS container starts per node (executor.py)
+            with start_permit():  # back-pressure: $SWE_SRL_MAX_STARTS container starts per node (executor.py)
                 self._container, self._stdin = run_tethered(
                     client,
                     self.spec.image,

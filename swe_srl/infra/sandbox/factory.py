@@ -17,7 +17,7 @@ grading       ``grading.runner.grade``                    memory 4g; command tim
 validation    ``synth.bundled`` (mutations re-checked)    none                            none
 expert        expert-state replay, ``eval.replay``,       command timeout 120 s           ``QUIET_WORKTREE``
               the scripted expert
-effect        ``rewards.effect_sandbox``                  command timeout 120 s           ``QUIET_WORKTREE``
+effect        ``rewards.effect.evaluator``               command timeout 120 s           ``QUIET_WORKTREE``
 shell         ``env.debug_shell`` (``swe-srl env shell``)  command timeout 120 s           ``QUIET_WORKTREE``
 ============  ==========================================  ==============================  ===========================
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from swe_srl.errors import SandboxError
 from swe_srl.infra.sandbox.base import Patch
-from swe_srl.infra.sandbox.session import ShellExpired
+from swe_srl.infra.sandbox.shell import ShellExpired
 
 if TYPE_CHECKING:
     from swe_srl.infra.sandbox.docker import DockerSandbox

@@ -1,7 +1,8 @@
-"""The effect layer's interface. The implementation: ``effect_score.py`` (the definition — the action's change
-against the expert's change from the same state, pure), ``effect_box.py`` (a warm sandbox reset to an expert state
-between evaluations) and ``effect_sandbox.py`` (``SandboxEffect``: states, caches, test runs). Edited Python files
-are checked after execution with :func:`swe_srl.rewards.syntax.check_python_files`. docs/rewards.md "Effect".
+"""The effect layer's interface (:class:`EffectEvaluator`) and its modes. The implementation: ``score.py`` (the
+definition — the action's change against the expert's change from the same state, pure), ``container.py`` (a warm
+container reset to an expert state between evaluations) and ``evaluator.py`` (``SandboxEffect``: states, caches,
+test runs). Edited Python files are checked after execution with :func:`swe_srl.rewards.syntax.check_python_files`.
+docs/rewards.md "Effect".
 """
 
 from __future__ import annotations

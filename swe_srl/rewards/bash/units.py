@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from swe_srl.rewards.bashparse import ShellCommand, parse_shell
+from swe_srl.rewards.bash.flags import split_flags
+from swe_srl.rewards.bash.parse import ShellCommand, parse_shell
 from swe_srl.rewards.commands import unwrap
 from swe_srl.rewards.edits import (
     EDITOR,
@@ -23,7 +24,6 @@ from swe_srl.rewards.edits import (
     python_code,
 )
 from swe_srl.rewards.edits import sed_call as _sed_call
-from swe_srl.rewards.flags import split_flags
 
 SEARCH = {
     "grep": "grep",

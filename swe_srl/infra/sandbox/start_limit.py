@@ -1,4 +1,4 @@
-"""Back-pressure: :func:`start_slot` caps concurrent container starts per Docker engine with ``flock`` on N slot
+"""Back-pressure: :func:`start_permit` caps concurrent container starts per Docker engine with ``flock`` on N permit
 files in ``$SWE_SRL_HOME/locks/starts`` — node-wide, across the processes of both backends and free on a crash
 (the kernel drops a dead process's locks). See docs/scale-out.md.
 """
@@ -19,19 +19,19 @@ DEFAULT_MAX_STARTS = 4
 
 
 @contextlib.contextmanager
-def start_slot(timeout_s: float = 900.0) -> Iterator[int]:
-    """Hold one of ``$SWE_SRL_MAX_STARTS`` (default 4) container-start slots of this node; yields the slot index."""
+def start_permit(timeout_s: float = 900.0) -> Iterator[int]:
+    """Hold one of ``$SWE_SRL_MAX_STARTS`` (default 4) container-start permits of this node; yields its index."""
     raw = os.environ.get(MAX_STARTS_ENV, str(DEFAULT_MAX_STARTS))
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(
             f"{MAX_STARTS_ENV}={raw!r}: must be a positive integer (concurrent container starts)"
         )
-    slots_dir = paths.cache_dir("locks") / "starts"
-    slots_dir.mkdir(parents=True, exist_ok=True)
+    permits_dir = paths.cache_dir("locks") / "starts"
+    permits_dir.mkdir(parents=True, exist_ok=True)
     deadline, pause = time.monotonic() + timeout_s, 0.01
     while True:
         for index in range(int(raw)):
-            handle = open(slots_dir / f"slot-{index}.lock", "a")  # noqa: SIM115 - held across the yield
+            handle = open(permits_dir / f"permit-{index}.lock", "a")  # noqa: SIM115 - held across the yield
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -45,7 +45,7 @@ def start_slot(timeout_s: float = 900.0) -> Iterator[int]:
             return
         if time.monotonic() > deadline:
             raise SandboxError(
-                f"no container start slot free in {timeout_s:.0f}s ({raw} slots under {slots_dir}); "
+                f"no container start permit free in {timeout_s:.0f}s ({raw} permits under {permits_dir}); "
                 f"raise {MAX_STARTS_ENV} or check for a stuck Docker daemon"
             )
         time.sleep(pause)

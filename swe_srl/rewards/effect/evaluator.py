@@ -1,7 +1,7 @@
 """The effect layer, for real: run the policy's action in a sandbox put into the expert's state before step k and
-score its change against the expert's change (the definition: ``effect_score.py``; docs/rewards.md "Effect").
+score its change against the expert's change (the definition: ``score.py``; docs/rewards.md "Effect").
 
-Sandboxes: one warm :class:`~swe_srl.rewards.effect_box.EffectBox` per instance (at most ``max_boxes``, least
+Sandboxes: one warm :class:`~swe_srl.rewards.effect.container.EffectBox` per instance (at most ``max_boxes``, least
 recently used closed first), reset to the expert state between evaluations; ``warm=False`` starts a fresh container
 per evaluation instead (the slow reference path: the bench checks both give the same values).
 Disk cache: the expert's side — step facts by (instance, state diffs) and the test outcomes of its states — under
@@ -20,16 +20,15 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
-from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.verdicts import is_test_file
 from swe_srl.errors import ConfigError
 from swe_srl.grading.runner import run_tests
 from swe_srl.paths import atomic_write_text, cache_dir
 from swe_srl.rewards.context import StepContext
-from swe_srl.rewards.effect import EFFECT_MODES
-from swe_srl.rewards.effect_box import EffectBox, Tainted
-from swe_srl.rewards.effect_inputs import step_inputs
-from swe_srl.rewards.effect_score import (
+from swe_srl.rewards.effect.container import EffectBox, Tainted
+from swe_srl.rewards.effect.protocol import EFFECT_MODES
+from swe_srl.rewards.effect.score import (
     ActionFacts,
     Delta,
     EffectResult,
@@ -40,7 +39,7 @@ from swe_srl.rewards.effect_score import (
     outcome_agreement,
     target_tests,
 )
-from swe_srl.trajectories.decompose import executed_steps
+from swe_srl.rewards.syntax_inputs import StepInputs
 from swe_srl.trajectories.expert_state import ExpertState, created_files, expert_states, tree_hash
 from swe_srl.trajectories.schema import Trajectory
 
@@ -48,9 +47,10 @@ from swe_srl.trajectories.schema import Trajectory
 class SandboxEffect:
     """The ``EffectEvaluator`` over Docker sandboxes (call it with a ``StepContext``, or use :meth:`evaluate`).
 
-    Trajectories are found by ``trajectory_hash`` (register them with :meth:`add_trajectory`), instances by id in
-    ``instances`` or ``dataset``. ``test_runs`` / ``sandbox_starts`` count the work this object did; ``last`` is
-    the last :class:`EffectResult`. :meth:`close` (or ``with``) removes the warm sandboxes.
+    Steps are located by :attr:`steps` (a :class:`~swe_srl.rewards.syntax_inputs.StepInputs`): trajectories by
+    ``trajectory_hash`` (register them with :meth:`add_trajectory`), instances by id in ``instances`` or
+    ``dataset``. ``test_runs`` / ``sandbox_starts`` count the work this object did; ``last`` is the last
+    :class:`EffectResult`. :meth:`close` (or ``with``) removes the warm sandboxes.
     """
 
     def __init__(
@@ -68,14 +68,11 @@ class SandboxEffect:
     ) -> None:
         if mode not in EFFECT_MODES:
             raise ConfigError(f"effect mode {mode!r}: choose one of {', '.join(EFFECT_MODES)}")
-        self.mode, self.dataset, self.repos_dir = mode, dataset, repos_dir
+        self.mode, self.repos_dir = mode, repos_dir
         self.warm, self.max_boxes = warm, max(1, max_boxes)
         self.root = root or cache_dir("effect")
         self.expert_root = expert_root or cache_dir("expert-state") / "effect"
-        self._instances = {i.instance_id: i for i in instances} if instances is not None else None
-        self._trajectories: dict[str, Trajectory] = {}
-        for traj in trajectories:
-            self.add_trajectory(traj)
+        self.steps = StepInputs(trajectories, instances, dataset=dataset, repos_dir=repos_dir)
         self._boxes: OrderedDict[str, EffectBox] = OrderedDict()
         self._trees: dict[str, tuple[str | None, str | None]] = {}
         """Per instance: the (base, gold) tree ids, met with the expert's steps."""
@@ -85,46 +82,21 @@ class SandboxEffect:
 
     def add_trajectory(self, traj: Trajectory) -> None:
         """Register ``traj`` under its content hash, with the steps decomposition keeps (so sample steps match)."""
-        steps = executed_steps(traj)
-        self._trajectories[traj.content_hash()] = Trajectory(
-            traj.instance_id, traj.problem, steps, traj.patch
-        )
-
-    def _instance(self, instance_id: str) -> Instance:
-        if self._instances is None:
-            self._instances = {i.instance_id: i for i in load_instances(self.dataset)}
-        if instance_id not in self._instances:
-            raise ConfigError(f"effect: instance {instance_id!r} is not in dataset {self.dataset!r}")
-        return self._instances[instance_id]
-
-    def _located(self, instance_id, trajectory_hash, step) -> tuple[Instance, Trajectory]:
-        if instance_id is None or trajectory_hash is None or step is None:
-            raise ConfigError(
-                "the effect layer needs instance_id, trajectory_hash and step (decompose adds them)"
-            )
-        traj = self._trajectories.get(trajectory_hash)
-        if traj is None:
-            raise ConfigError(
-                f"effect: unknown trajectory_hash {trajectory_hash!r}; add_trajectory() it first"
-            )
-        return self._instance(instance_id), traj
+        self.steps.add_trajectory(traj)
 
     def __call__(self, ctx: StepContext) -> float:
         """The effect of ``ctx.action`` taken instead of expert step ``ctx.step`` of ``ctx.trajectory_hash``."""
         if self.mode == "off":
             raise ConfigError("effect mode 'off' computes no effect: pass effect=None, or choose cached/full")
-        instance, traj = self._located(ctx.instance_id, ctx.trajectory_hash, ctx.step)
+        instance, traj = self.steps.locate(ctx.instance_id, ctx.trajectory_hash, ctx.step)
         self.last = self.evaluate(instance, traj, ctx.step, ctx.action)  # type: ignore[arg-type]
         return self.last.value
 
     def step_inputs(
         self, instance_id: str | None, trajectory_hash: str | None, step: int | None
     ) -> tuple[frozenset[str] | None, frozenset[str] | None]:
-        """(executables, created_files) of the syntax layer for a located step; (None, None) when not located."""
-        if instance_id is None or trajectory_hash is None or step is None:
-            return None, None
-        instance, traj = self._located(instance_id, trajectory_hash, step)
-        return step_inputs(instance, traj, step, repos_dir=self.repos_dir)
+        """(executables, created_files) of the syntax layer for a located step (:attr:`steps`)."""
+        return self.steps(instance_id, trajectory_hash, step)
 
     # ----------------------------------------------------------------------------------------------- disk cache
     def _path(self, kind: str, *key: str) -> Path:

@@ -27,7 +27,7 @@ from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import is_submit
 from swe_srl.errors import SandboxError
 from swe_srl.infra.sandbox.factory import open_sandbox
-from swe_srl.rewards.effect_score import ActionFacts, Delta, parse_delta
+from swe_srl.rewards.effect.score import ActionFacts, Delta, parse_delta
 from swe_srl.rewards.syntax import check_python_files
 from swe_srl.trajectories.expert_state import WORKDIR, tree_hash
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from swe_srl.errors import ContainerDied, SandboxError, SandboxTimeout
 from swe_srl.infra.sandbox.base import ExecResult, SandboxSpec
-from swe_srl.infra.sandbox.session import PRELUDE, Reply, Shell, ShellEOF, ShellExpired
+from swe_srl.infra.sandbox.shell import PRELUDE, Reply, Shell, ShellEOF, ShellExpired
 
 STARTUP_S = 30.0
 KILL_GRACE_S = 2.0

@@ -15,6 +15,7 @@ from swe_srl.trajectories.decompose import decompose, load_tokenizer
 from swe_srl.trajectories.importers import import_with_stats
 from swe_srl.trajectories.oracle import oracle_contents
 from swe_srl.trajectories.schema import write_jsonl
+from swe_srl.trajectories.selection import select
 
 trajectories_app = typer.Typer(help="Expert trajectories: import public formats.", no_args_is_help=True)
 
@@ -39,14 +40,22 @@ def import_cmd(
     skip_bad: bool = typer.Option(
         False, "--skip-bad", help="Skip and count bad records instead of stopping."
     ),
+    resolved_only: bool = typer.Option(
+        False, "--resolved-only", help="Keep only trajectories the source marks resolved."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="Keep only trajectories of this expert model (the record's model name)."
+    ),
 ) -> None:
     """Convert public-format trajectories into the native JSONL form."""
 
-    trajectories, stats = import_with_stats(source, fmt=fmt, skip_bad=skip_bad)
+    found, stats = import_with_stats(source, fmt=fmt, skip_bad=skip_bad)
+    trajectories, unselected = select(found, resolved_only=resolved_only, model=model)
     write_jsonl(output, trajectories)
     steps = sum(len(t.steps) for t in trajectories)
     rows = [("records", stats.records), *sorted(stats.imported.items()), ("steps", steps)]
     rows += [("skipped (bad)", len(stats.skipped)), ("not trajectory files", len(stats.ignored))]
+    rows += [(f"left out: {reason}", n) for reason, n in sorted(unselected.items())]
     _table("trajectories import", rows)
     typer.echo(f"wrote {len(trajectories)} trajectories to {output}")
     _name_inputs([stats])
@@ -197,8 +206,3 @@ def _task_inputs(
     if not oracle_files:
         return splits, None, None
     return splits, oracle_contents(used, repos_dir), {i.instance_id: i.patch for i in used}
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(trajectories_app, name="trajectories")
-    app.command("decompose")(decompose_cmd)

@@ -54,7 +54,10 @@ def _normalize(action: str) -> str:
 
 def is_non_action(action: str) -> str | None:
     """The reason an action is not one (``empty`` / ``comment``), or None for a real action."""
-    lines = [line.strip() for line in action.strip().splitlines() if line.strip()]
+    text = action.strip()
+    if text and not text.startswith("#"):  # its first non-blank line is no comment
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return "empty"
     if all(line.startswith("#") for line in lines):

@@ -124,8 +124,8 @@ def tool_action(name: str, args: dict[str, Any]) -> str | None:
 def clean_observation(text: str) -> tuple[str, int | None]:
     """Strip format wrappers from an observation; parse the exit code where the format records it."""
     text = text.removeprefix("OBSERVATION:\n")
-    code = _OH_EXIT.search(text)
-    text = _SWEAGENT_PROMPT.sub("", text)
+    code = _OH_EXIT.search(text) if "[Command finished" in text else None
+    text = _SWEAGENT_PROMPT.sub("", text) if "(Open file: " in text else text
     return text, int(code.group(1)) if code else None
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,20 @@ class Trajectory:
     ``id``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """``dataclasses.asdict`` of the trajectory (same keys, same order), without its deep copy of every step."""
+        steps = [
+            {"thought": s.thought, "action": s.action, "observation": s.observation, "exit_code": s.exit_code}
+            for s in self.steps
+        ]
+        return {
+            "instance_id": self.instance_id,
+            "problem": self.problem,
+            "steps": steps,
+            "patch": self.patch,
+            "resolved": self.resolved,
+            "source": self.source,
+            "metadata": copy.deepcopy(self.metadata),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "<record>") -> Trajectory:

@@ -5,6 +5,7 @@ samples with their `messages`)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,32 @@ def test_cli_history_holdout_and_expand(tmp_path: Path) -> None:
     assert sum(r["split"] == "test" for r in rows) >= 1 and sum(r["split"] == "train" for r in rows) >= 1
     bad = CliRunner().invoke(app, ["decompose", *SOURCES, "--history", "-1", "-o", str(compact)])
     assert bad.exit_code != 0 and "--history" in bad.output and "greater than or equal to 0" in bad.output
+
+
+def test_import_keeps_the_resolved_trajectories_of_one_model(tmp_path: Path) -> None:
+    from swe_srl.cli.app import app
+
+    (record,) = json.loads((FIXTURES / "swe_smith.json").read_text())
+    variants = [
+        ("a", True, "m1"),
+        ("b", False, "m1"),
+        ("c", None, "m1"),
+        ("d", True, "m2"),
+        ("e", True, "m1"),
+    ]
+    rows = [
+        {**record, "instance_id": f"toy__calc.abc123.{n}", "resolved": r, "model": m} for n, r, m in variants
+    ]
+    raw, out = tmp_path / "raw.json", tmp_path / "trajs.jsonl"
+    raw.write_text(json.dumps(rows))
+    args = ["trajectories", "import", str(raw), "-o", str(out), "--resolved-only", "--model", "m1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    kept = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [t["instance_id"].rsplit(".", 1)[1] for t in kept] == ["a", "e"]
+    assert re.search(r"left out: not resolved\s*│\s*2\s*│", result.output)
+    assert re.search(r"left out: another model\s*│\s*1\s*│", result.output)
+    result = CliRunner().invoke(app, ["trajectories", "import", str(raw), "-o", str(out)])
+    assert (
+        result.exit_code == 0 and len(out.read_text().splitlines()) == 5 and "left out" not in result.output
+    )

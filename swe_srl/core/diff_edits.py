@@ -1,0 +1,109 @@
+"""A unified diff written as SEARCH/REPLACE edits (:mod:`swe_srl.core.search_replace`): the gold patch in the edit
+format of the one-generation protocols, for ``--policy gold`` and the tests' served model.
+
+Each hunk's old lines (context and removed) become a SEARCH, widened by neighbouring lines of the file until it
+matches exactly one place; hunks whose SEARCH regions meet are merged into one edit. An added file is an edit with
+an empty SEARCH. A removed or binary file has no such form and is reported in ``left_out``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from swe_srl.core.patches import file_diffs
+from swe_srl.core.search_replace import Edit
+
+
+@dataclass
+class _Span:
+    """Old lines [start, end) of one hunk and the lines that replace them."""
+
+    start: int
+    end: int
+    new: list[str]
+
+
+def diff_to_edits(patch: str, contents: Mapping[str, str]) -> tuple[list[Edit], list[str]]:
+    """(edits reproducing ``patch`` on ``contents`` (path → base text), paths that cannot be written as edits)."""
+    edits: list[Edit] = []
+    left_out: list[str] = []
+    for diff in file_diffs(patch):
+        if diff.added and diff.hunks:
+            edits.append(Edit(diff.path, (), tuple(line for h in diff.hunks for line in _side(h, new=True))))
+        elif diff.removed or diff.binary or not diff.hunks or diff.renamed or diff.source not in contents:
+            left_out.append(diff.path)
+        else:
+            lines = contents[diff.source].split("\n")
+            spans = [_span(h, lines) for h in diff.hunks]
+            if None in spans:
+                left_out.append(diff.path)
+                continue
+            spans.sort(key=lambda span: span.start)
+            edits += [_edit(diff.source, lines, group) for group in _windows(lines, spans)]
+    return edits, left_out
+
+
+def _side(hunk, *, new: bool) -> list[str]:
+    return [
+        line.value.removesuffix("\n")
+        for line in hunk
+        if line.is_context or (line.is_added if new else line.is_removed)
+    ]
+
+
+def _span(hunk, lines: list[str]) -> _Span | None:
+    """Where the hunk's old lines are in the file: the place nearest its line number (``git apply`` also finds a
+    hunk whose numbers are off); None when they are nowhere."""
+    old = _side(hunk, new=False)
+    at = hunk.source_start - 1 if hunk.source_length else hunk.source_start
+    if old:
+        places = [k for k in range(len(lines) - len(old) + 1) if lines[k : k + len(old)] == old]
+        if not places:
+            return None
+        at = min(places, key=lambda k: abs(k - at))
+    return _Span(at, at + len(old), _side(hunk, new=True))
+
+
+def _count(lines: list[str], start: int, end: int) -> int:
+    search, n = lines[start:end], end - start
+    return sum(lines[k : k + n] == search for k in range(len(lines) - n + 1)) if n else 0
+
+
+def _windows(lines: list[str], spans: list[_Span]) -> list[tuple[int, int, list[_Span]]]:
+    """Groups of hunks with the old-line window each group's SEARCH covers (unique in the file)."""
+    groups = [(s.start, s.end, [s]) for s in spans]
+    while True:
+        widened = [(*_unique(lines, a, b), g) for a, b, g in groups]
+        merged: list[tuple[int, int, list[_Span]]] = []
+        for a, b, g in widened:
+            if merged and a < merged[-1][1]:
+                pa, pb, pg = merged.pop()
+                merged.append((min(pa, a), max(pb, b), pg + g))
+            else:
+                merged.append((a, b, g))
+        if len(merged) == len(groups):
+            return merged
+        groups = merged
+
+
+def _unique(lines: list[str], start: int, end: int) -> tuple[int, int]:
+    """[start, end) widened, alternately below and above, until those lines occur once in the file."""
+    below = True
+    while (end - start == 0 or _count(lines, start, end) != 1) and (start > 0 or end < len(lines)):
+        if (below and end < len(lines)) or start == 0:
+            end += 1
+        else:
+            start -= 1
+        below = not below
+    return start, end
+
+
+def _edit(path: str, lines: list[str], group: tuple[int, int, list[_Span]]) -> Edit:
+    start, end, spans = group
+    new, at = [], start
+    for span in spans:
+        new += lines[at : span.start] + span.new
+        at = span.end
+    new += lines[at:end]
+    return Edit(path, tuple(lines[start:end]), tuple(new))

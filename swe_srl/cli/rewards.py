@@ -11,8 +11,8 @@ from rich.table import Table
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN, format_output
 from swe_srl.rewards import StepContext, score_output, syntax_problems
-from swe_srl.rewards.harm import unexpected_harm
 from swe_srl.rewards.bash.units import action_type
+from swe_srl.rewards.harm import unexpected_harm
 
 
 def _text(value: str, option: str) -> str:
@@ -71,8 +71,3 @@ def reward(
     notes = [f"format error: {result.format_error}"] if result.format_error else []
     for note in notes + problems + [f"destructive (the expert does not do it): {h}" for h in harms]:
         console.print(f"[yellow]{note}[/]", highlight=False)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``reward`` to the main app."""
-    app.command("reward")(reward)

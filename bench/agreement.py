@@ -1,0 +1,137 @@
+"""A real agent's verdicts, reproduced: replay a public run's trajectories in episodes and compare the grades.
+
+Imports the run (``swe-srl trajectories import``'s importer, any public format, ``resolved_labels.json`` beside it),
+replays each trajectory in an episode (``--policy replay:FILE``) on the instances whose repository has a clone in
+``--repos-dir``, grades the replayed patches, and prints the agreement with the run's published labels:
+resolved/resolved, unresolved/unresolved, each disagreement, and each instance that could not be run with its cause
+(also written to ``OUT/agreement.json``).
+
+Usage: python bench/agreement.py --repos-dir /work/.mirror --out /tmp/agreement [--instances a,b] [--workers N]
+       [--cause django/django="repository too large to fetch here"] [TRAJECTORIES]
+The run directory is resumable (``swe-srl eval``'s): a second call grades only what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from swe_srl.benchmark.instances import Instance, load_instances, select_instances
+from swe_srl.benchmark.repos import repo_source
+from swe_srl.errors import SweSrlError, TaskError
+from swe_srl.eval.run import EvalSettings, evaluate
+from swe_srl.paths import atomic_write_text
+from swe_srl.trajectories.importers import import_trajectories
+from swe_srl.trajectories.schema import write_jsonl
+
+SHARED = "/work/shared/data/trajectories/openhands-claude35-verified/completions"
+DATASET = "/work/shared/data/swebench-verified.jsonl"
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trajectories", nargs="?", default=SHARED, help="a public run: file, folder or HF id")
+    ap.add_argument("--dataset", default=DATASET)
+    ap.add_argument("--repos-dir", type=Path, required=True, help="clones or mirrors of the repositories")
+    ap.add_argument("--out", type=Path, required=True, help="run folder (resumable)")
+    ap.add_argument("--instances", default="", help="only these ids (comma-separated)")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--cause", action="append", default=[], help="REPO=why it has no clone here")
+    return ap.parse_args()
+
+
+def fetchable(instances: list[Instance], repos_dir: Path, causes: dict[str, str]) -> dict[str, str]:
+    """Instance id → why it cannot be run here, for each instance whose repository has no clone."""
+    missing: dict[str, str] = {}
+    for repo in sorted({i.repo for i in instances}):
+        try:
+            repo_source(repo, repos_dir)
+        except TaskError as exc:
+            missing[repo] = causes.get(repo) or str(exc).split(";")[0]
+    return {i.instance_id: missing[i.repo] for i in instances if i.repo in missing}
+
+
+def verdicts(run_dir: Path) -> dict[str, dict]:
+    """The run folder's records by id, errors included (``results/ID.json`` of ``swe-srl eval``)."""
+    records = [json.loads(p.read_text()) for p in sorted((run_dir / "results").glob("*.json"))]
+    return {r["instance_id"]: r for r in records}
+
+
+def first_line(text: str | None) -> str:
+    lines = [x for x in (text or "").splitlines() if x.strip()]
+    return lines[0][:160] if lines else "(no message)"
+
+
+def agreement_rows(labels: dict[str, bool], records: dict[str, dict], skipped: dict[str, str]) -> list[tuple]:
+    """(id, published, ours, kind, cause) per instance; kind: agree | disagree | not run."""
+    rows = []
+    for iid in sorted(labels):
+        published = "resolved" if labels[iid] else "unresolved"
+        record = records.get(iid)
+        if iid in skipped or record is None:
+            rows.append((iid, published, "-", "not run", skipped.get(iid, "not in this run's selection")))
+        elif record["status"] not in ("resolved", "unresolved"):
+            why = record.get("reason") or record.get("exit_reason") or record["status"]
+            rows.append(
+                (iid, published, record["status"], "not run", f"{why}: {first_line(record.get('error'))}")
+            )
+        else:
+            kind = "agree" if record["status"] == published else "disagree"
+            rows.append((iid, published, record["status"], kind, record.get("reason") or ""))
+    return rows
+
+
+def print_rows(rows: list[tuple], console: Console) -> None:
+    count = {k: sum(r[3] == k for r in rows) for k in ("agree", "disagree", "not run")}
+    both = {s: sum(r[3] == "agree" and r[1] == s for r in rows) for s in ("resolved", "unresolved")}
+    summary = Table(title="agreement with the published labels")
+    for column in ("resolved/resolved", "unresolved/unresolved", "disagreements", "could not be run"):
+        summary.add_column(column, justify="right")
+    summary.add_row(
+        str(both["resolved"]), str(both["unresolved"]), str(count["disagree"]), str(count["not run"])
+    )
+    console.print(summary)
+    detail = Table(title="disagreements and instances not run")
+    for column in ("instance", "published", "ours", "kind", "cause"):
+        detail.add_column(column)
+    for row in rows:
+        if row[3] != "agree":
+            detail.add_row(*row)
+    console.print(detail)
+
+
+def main() -> None:
+    args = parse_args()
+    console = Console()
+    trajectories = import_trajectories(args.trajectories)
+    labels = {t.instance_id: bool(t.resolved) for t in trajectories if t.resolved is not None}
+    ids = [i.strip() for i in args.instances.split(",") if i.strip()] or sorted(labels)
+    todo = select_instances(load_instances(args.dataset), ids)
+    causes = dict(c.split("=", 1) for c in args.cause)
+    skipped = fetchable(todo, args.repos_dir, causes)
+    runnable = [i for i in todo if i.instance_id not in skipped]
+    args.out.mkdir(parents=True, exist_ok=True)
+    native = args.out / "replayed-trajectories.jsonl"
+    write_jsonl(native, [t for t in trajectories if t.instance_id in {i.instance_id for i in runnable}])
+    settings = EvalSettings(f"replay:{native}", max_steps=200, repos_dir=str(args.repos_dir))
+    if runnable:
+        try:
+            evaluate(settings, runnable, args.out / "run", workers=args.workers, dataset=args.dataset)
+        except SweSrlError as exc:
+            raise SystemExit(f"error: {exc}") from None
+    records = verdicts(args.out / "run")
+    rows = agreement_rows({k: v for k, v in labels.items() if k in ids}, records, skipped)
+    print_rows(rows, console)
+    fields = ("instance_id", "published", "ours", "kind", "cause")
+    atomic_write_text(
+        args.out / "agreement.json", json.dumps([dict(zip(fields, r, strict=True)) for r in rows], indent=1)
+    )
+    console.print(f"rows: {args.out / 'agreement.json'}  run: {args.out / 'run'}")
+
+
+if __name__ == "__main__":
+    main()

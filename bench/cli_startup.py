@@ -43,10 +43,12 @@ COMMANDS = ("swe-srl --help", "swe-srl reward --expert 'grep -rn foo src' --acti
 
 
 def once(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(wall, user + system CPU) seconds of one child process."""
+    """(wall, user + system CPU) seconds of one child process (run in ``$PYTHONPATH`` when set: ``-c`` puts the
+    working directory first on ``sys.path``)."""
+    cwd = env.get("PYTHONPATH") if env else None
     start = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        [sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd
     )
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start

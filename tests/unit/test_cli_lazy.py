@@ -26,8 +26,9 @@ COMMAND_MODULES = sorted(
     }
 )
 RUN_AND_LIST = """
-import atexit, json, sys
+import atexit, json, signal, sys
 atexit.register(lambda: sys.stderr.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+atexit.register(lambda: sys.stderr.write(f"SIGTERM {signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL}\\n"))
 sys.argv = ["swe-srl", *sys.argv[1:]]
 from swe_srl.cli.app import main
 main()
@@ -53,6 +54,7 @@ def test_help_lists_every_command_and_imports_no_command_module() -> None:
         assert f" {name} " in proc.stdout, name
     assert not _loaded(modules, HEAVY)
     assert not _loaded(modules, COMMAND_MODULES), "--help imported a command module"
+    assert "SIGTERM True" in proc.stderr  # main installs the handler first (live sandboxes close on SIGTERM)
 
 
 def test_reward_imports_its_own_stack_only() -> None:

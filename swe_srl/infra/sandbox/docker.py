@@ -10,9 +10,10 @@ processes, background jobs included; when they keep forking, everything but PID 
 or control shell that dies (``exit``, ``kill -9 -1``, a timeout kill) is replaced (``ExecResult.session_restarted``);
 only a container that is really gone is ``ContainerDied``.
 
-``diff()`` / ``patch()`` run in the control shell (``patching.py``): no ``docker exec``. ``exec_count`` counts every
-``docker exec`` this sandbox made (shell starts included). ``diff()`` on a deleted workdir (``rm -rf /testbed``)
-returns ``""``: there is nothing left to diff.
+``diff()`` / ``patch()`` run in the control shell (``patching.py`` through ``control_script``): no ``docker exec``.
+``exec_count`` counts every ``docker exec`` this sandbox made (shell starts included). ``diff()`` on a deleted workdir
+(``rm -rf /testbed``) returns ``""``: there is nothing left to diff. A repo that cannot be diffed in place (``.git``
+deleted or re-initialised) is diffed against a pristine copy: a fresh container of the image.
 
 The container ends with this process, however it dies (SIGKILL included): PID 1's stdin is a socket only this
 process holds, and the container is auto-removed (``tether.py``).
@@ -33,8 +34,8 @@ from swe_srl.infra.executables import session_init
 from swe_srl.infra.sandbox import janitor
 from swe_srl.infra.sandbox.base import ExecResult, Patch, SandboxSpec
 from swe_srl.infra.sandbox.files import ContainerFiles
-from swe_srl.infra.sandbox.patching import RepoBroken, diff_in, pristine_patch
-from swe_srl.infra.sandbox.shell import Shell, ShellEOF, ShellExpired, ShellStopped
+from swe_srl.infra.sandbox.patching import PRISTINE_DIR, RepoBroken, diff_in
+from swe_srl.infra.sandbox.shell import Reply, Shell, ShellEOF, ShellExpired, ShellStopped
 from swe_srl.infra.sandbox.shell_keeper import STARTUP_S, ShellKeeper
 from swe_srl.infra.sandbox.start_limit import start_permit
 from swe_srl.infra.sandbox.tether import release, run_tethered
@@ -252,9 +253,28 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
         """The graded text patch: binary files and files over ``Limits.patch_file_bytes`` left out (noted)."""
         return self._diff(binary=False)
 
+    def control_script(self, script: str, limit: int, timeout: float) -> Reply | None:
+        """Run ``script`` in the control shell (the diffs); None when it ran past ``timeout``: then every process
+        but the session is killed and the control shell replaced."""
+        try:
+            return self._control_command(script, limit, timeout)[1]
+        except ShellExpired:
+            self._restart_control(kill_others=True)
+            return None
+
     def _diff(self, *, binary: bool) -> Patch:
         workdir = self.spec.workdir.rstrip("/") or "/"
         try:
             return diff_in(self, workdir, f"{workdir}/.git", binary=binary)
         except RepoBroken:
-            return pristine_patch(self, binary=binary)
+            return self._pristine_diff(workdir, binary=binary)
+
+    def _pristine_diff(self, workdir: str, *, binary: bool) -> Patch:
+        """The diff of the worktree against a fresh container of the image (its ``.git`` at the base, untouched)."""
+        with DockerSandbox(self.spec) as helper:
+            helper.run(f"mkdir -p {PRISTINE_DIR}")
+            stream, _ = self.container.get_archive(workdir)
+            helper.container.put_archive(PRISTINE_DIR, stream)
+            tree = f"{PRISTINE_DIR}/{workdir.rsplit('/', 1)[-1]}"
+            patch = diff_in(helper, tree, f"{workdir}/.git", binary=binary, pristine=True)
+        return Patch(patch.text, patch.left_out, pristine=True)

@@ -5,27 +5,45 @@ Two modes over one script: the graded **text** patch (SWE-bench's text-diff hand
 expert state snapshots restore from. Both use a temporary index, so the repo's own index is untouched, and
 override the repo config a policy could have changed (external diff drivers, prefixes, colour).
 
-When the episode's ``.git`` is gone or no longer holds the base commit (``rm -rf .git && git init``), the diff is
-computed against a pristine copy: a fresh container of the same image (whose ``/testbed/.git`` is the image's),
-into which the episode's worktree is streamed (:func:`pristine_patch`).
+What ``git diff`` leaves out is left out silently: files the repo ignores (``.gitignore``, ``.git/info/exclude``),
+such as compiled extensions built in place, caches and build outputs, whatever their size. Only a large file git
+would add (tracked and changed, or untracked and not ignored) gets a note.
+
+When the episode's ``.git`` is gone or no longer holds the base commit (``rm -rf .git && git init``), the sandbox
+computes the diff against a pristine copy: a fresh container of the same image (whose ``/testbed/.git`` is the
+image's), into which the episode's worktree is streamed (``DockerSandbox``; :data:`PRISTINE_DIR`).
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from swe_srl.errors import SandboxError
-from swe_srl.infra.sandbox.base import Patch
-from swe_srl.infra.sandbox.shell import ShellExpired
+from swe_srl.infra.sandbox.base import Patch, SandboxSpec
 
 if TYPE_CHECKING:
-    from swe_srl.infra.sandbox.docker import DockerSandbox
+    from swe_srl.infra.sandbox.shell import Reply
 
 SEPARATOR = b"__SWESRL_DIFF__\n"
 NO_WORKDIR, NO_BASE = 3, 4
 """Exit codes of the script: the workdir is gone (nothing to diff), the repo lacks the base commit."""
 PRISTINE_DIR = "/tmp/.swe-srl-worktree"
+"""Where the episode's worktree is streamed in the pristine copy's container."""
+
+
+class ScriptShell(Protocol):
+    """What a diff needs of a started sandbox (``DockerSandbox`` provides it)."""
+
+    spec: SandboxSpec
+
+    def control_script(self, script: str, limit: int, timeout: float) -> Reply | None:
+        """Run ``script`` beside the policy's session; None when it ran past ``timeout`` (it was killed)."""
+        ...
+
+    def kill_background(self) -> None:
+        """Kill what the policy's commands left running."""
+        ...
 
 
 def diff_script(base: str, workdir: str, git_dir: str, *, binary: bool, file_cap: int) -> str:
@@ -40,11 +58,14 @@ def diff_script(base: str, workdir: str, git_dir: str, *, binary: bool, file_cap
         "ex=(); big=()",
     ]
     if not binary:
+        # Only the large files git would add are excluded: an exclude pathspec naming an ignored file makes
+        # `git add` fail ("The following paths are ignored"), and git leaves ignored files out anyway.
         lines += [
-            'while IFS= read -r -d \'\' f; do ex+=(":(exclude,literal)${f#./}"); big+=(":(literal)${f#./}"); '
+            "while IFS= read -r -d '' f; do big+=(\":(literal)${f#./}\"); "
             f"done < <(find . -path ./.git -prune -o -type f -size +{file_cap}c -print0)",
-            '((${#big[@]})) && git ls-files -z -m -o --exclude-standard -- "${big[@]}" | '
-            f"while IFS= read -r -d '' f; do printf 'LEFT-OUT\\tover {file_cap} bytes\\t%s\\n' \"$f\"; done",
+            "((${#big[@]})) && while IFS= read -r -d '' f; do ex+=(\":(exclude,literal)$f\"); "
+            f"printf 'LEFT-OUT\\tover {file_cap} bytes\\t%s\\n' \"$f\"; "
+            'done < <(git ls-files -z -m -o --exclude-standard -- "${big[@]}")',
         ]
     lines.append(
         'err=$(git add -A -- . "${ex[@]}" 2>&1 >/dev/null) || { printf \'git add: %s\\n\' "$err"; exit 6; }'
@@ -79,8 +100,8 @@ class RepoBroken(SandboxError):
     """The episode's repo cannot be diffed in place (``.git`` gone, base commit missing): use a pristine copy."""
 
 
-def diff_in(box: DockerSandbox, tree: str, git_dir: str, *, binary: bool, pristine: bool = False) -> Patch:
-    """Diff ``tree`` against the base commit of ``git_dir`` in ``box``'s control shell, bounded in size and time.
+def diff_in(box: ScriptShell, tree: str, git_dir: str, *, binary: bool, pristine: bool = False) -> Patch:
+    """Diff ``tree`` against the base commit of ``git_dir`` in ``box``, bounded in size and time.
 
     In place (``pristine=False``) a repo that cannot be diffed raises ``RepoBroken``; a diff over the time or size
     budget is left out of the text patch with a note (the policy made it so) and raises for the binary diff."""
@@ -88,12 +109,10 @@ def diff_in(box: DockerSandbox, tree: str, git_dir: str, *, binary: bool, pristi
     base = box.spec.base_commit or "HEAD"
     script = diff_script(base, tree, git_dir, binary=binary, file_cap=limits.patch_file_bytes)
     for attempt in (0, 1):
-        try:
-            _, reply = box._control_command(script, limits.patch_limit_bytes + 65536, limits.patch_timeout_s)
-        except ShellExpired:
-            box._restart_control(kill_others=True)
+        reply = box.control_script(script, limits.patch_limit_bytes + 65536, limits.patch_timeout_s)
+        if reply is None:
             if binary:
-                raise SandboxError(f"the diff of {tree} took over {limits.patch_timeout_s:g}s") from None
+                raise SandboxError(f"the diff of {tree} took over {limits.patch_timeout_s:g}s")
             return Patch("", (f"the whole diff (not computed within {limits.patch_timeout_s:g}s)",))
         code, detail = reply.exit_code, reply.data.decode("utf-8", errors="replace")[-800:]
         if code in (0, NO_WORKDIR) or pristine:
@@ -111,19 +130,3 @@ def diff_in(box: DockerSandbox, tree: str, git_dir: str, *, binary: bool, pristi
             raise SandboxError(f"the binary diff of {tree} is over {limits.patch_limit_bytes} bytes")
         return Patch("", (f"the whole diff (over {limits.patch_limit_bytes} bytes)",))
     return parse_output(reply.data)
-
-
-def pristine_patch(box: DockerSandbox, *, binary: bool) -> Patch:
-    """The diff of ``box``'s worktree against a fresh container of its image (the base commit, untouched)."""
-    workdir = box.spec.workdir.rstrip("/") or "/"
-    helper = type(box)(box.spec)  # a fresh container of the same image
-    try:
-        helper.start()
-        helper.run(f"mkdir -p {PRISTINE_DIR}")
-        stream, _ = box.container.get_archive(workdir)
-        helper.container.put_archive(PRISTINE_DIR, stream)
-        tree = f"{PRISTINE_DIR}/{workdir.rsplit('/', 1)[-1]}"
-        patch = diff_in(helper, tree, f"{workdir}/.git", binary=binary, pristine=True)
-    finally:
-        helper.close()
-    return Patch(patch.text, patch.left_out, pristine=True)

@@ -11,6 +11,7 @@ import pytest
 
 from swe_srl.core.actions import format_output
 from swe_srl.env.swe_env import SWEEnv
+from swe_srl.rewards import SRLReward
 from swe_srl.rewards.commands import DEFAULT_EXECUTABLES
 from swe_srl.trajectories.schema import Step, Trajectory
 
@@ -59,7 +60,8 @@ def test_the_trainer_and_the_env_give_one_action_one_reward(calc_add, tmp_path: 
         [Step("look", EXPERT), Step("fix", "sed -i 's/a - b/a + b/' calc.py"), Step("done", "submit")],
     )
     env = _env_scores(calc_add, traj)
-    config = load_config(None, ["reward=layered", "effect=off"])
+    config = load_config(None, ["reward=layered"])
+    assert config.effect == "off"
     reward = build_reward(config, None, SampleSet(tmp_path / "samples.jsonl", [traj], [calc_add]))
     n = len(ACTIONS)
     totals = reward(
@@ -75,3 +77,6 @@ def test_the_trainer_and_the_env_give_one_action_one_reward(calc_add, tmp_path: 
     assert reward.last_components == [c for _, c in env]
     syntax = [c["syntax"] for _, c in env]
     assert syntax == [1.0, 0.0, 1.0, 0.0, 1.0]  # rg is not in the image, dpkg is; no step created check.sh
+    default = SRLReward(mode="layered")  # the default executable set, created files unknown: another score
+    default([""] * n, [format_output("look", a) for a in ACTIONS], [EXPERT] * n)
+    assert [c["syntax"] for c in default.last_components] == [1.0, 1.0, 0.0, 1.0, 1.0]

@@ -94,7 +94,7 @@ def test_refill_generates_only_the_missing_groups(samples_file: Path, tmp_path: 
     trainer = _trainer(samples_file, tmp_path / "r", sets, SpreadReward())
     batch = trainer.train_batch(_inputs(trainer, "vary", "const"))
     metrics = trainer._metrics["train"]
-    # generation round 1 keeps 'vary', drops 'const': one group is missing, one is generated (not a whole batch)
+    # generation round 1 keeps 'vary', drops 'const': one group missing, one generated (not a whole batch)
     assert metrics["dynamic_sampling/rounds"] == [2.0] and metrics["dynamic_sampling/generated_groups"] == [
         3.0
     ]

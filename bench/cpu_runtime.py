@@ -2,7 +2,7 @@
 
 Both run ``swe-srl train --oracle-files`` cut short (``steps`` GRPO steps after ``warmup`` warm-up steps, no
 periodic evaluation) in a fresh process: the baseline with one torch thread and glibc's default malloc (freed large
-blocks go back to the kernel), ours with the defaults (:mod:`swe_srl.train.cpu`). Printed: wall, user and system
+blocks go back to the kernel), ours with the defaults (:mod:`swe_srl.train.tiny.cpu`). Printed: wall, user and system
 CPU seconds, minor page faults, peak RSS and the mean GRPO step, and whether the held-out reports are byte-identical
 (the settings must not change a number).
 
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 BASELINE = (  # the CLI with keep_freed_memory off
-    "import sys, swe_srl.train.cpu as cpu; cpu.keep_freed_memory = lambda: False; "
+    "import sys, swe_srl.train.tiny.cpu as cpu; cpu.keep_freed_memory = lambda: False; "
     "from swe_srl.cli.app import main; sys.argv[0] = 'swe-srl'; main()"
 )
 OURS = "import sys; from swe_srl.cli.app import main; sys.argv[0] = 'swe-srl'; main()"

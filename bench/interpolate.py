@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from swe_srl.core.slots import policy_outputs
 from swe_srl.eval.baselines import paired_bootstrap
 from swe_srl.train.heldout import greedy_outputs, scores
 from swe_srl.train.policy import think_prefix
+from swe_srl.train.tiny.slots import unslotted_outputs
 from swe_srl.train.wise import mixed_state, snapshot
 
 
@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
         for a in alphas:
             model.load_state_dict(mixed_state(start, trained, a))
             raw = greedy_outputs(model, tokenizer, prompts, args.max_new_tokens, args.batch_size, prefix)
-            outputs = policy_outputs(raw, rows)
+            outputs = unslotted_outputs(raw, rows)
             cells = []
             for mode, values in scores(outputs, rows).items():
                 p = paired_bootstrap(values, initial[mode])

@@ -26,14 +26,13 @@ def policy(init: str | None, workdir: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if init is None:
-        from swe_srl.train.config import load_config
+        from swe_srl.train.config import load_config, start_of
         from swe_srl.train.data import read_samples, split_rows
-        from swe_srl.train.policy import prepare_policy
         from swe_srl.train.samples import default_sample_set
 
         config = load_config(None, ["tiny.slots=false"], output=str(workdir))  # episodes are plain text
         rows, _ = split_rows(read_samples(default_sample_set(False).path), config.test_fraction)
-        init, _ = prepare_policy(config, rows)
+        init = start_of(config).model_path(config, rows)
     return AutoTokenizer.from_pretrained(init), AutoModelForCausalLM.from_pretrained(init).eval()
 
 

@@ -10,9 +10,9 @@ pytest targets whose test name the output contains (the name is only in the prob
     python bench/warmup_probe.py checks=200,400 [aug=2] [decay=0.5] [split=dev] [gen=32] [samples=F] [-o OUT] [TINY=V]
 
 ``TINY=V`` is any ``tiny.*`` option (``warmup_prompt_weight=0.3``, ``seed=1``, ``slots=1``: slotted names,
-:mod:`swe_srl.core.slots`, the outputs mapped back before scoring; no ``forced_copy`` then). ``decay`` lets the rate fall linearly
+:mod:`swe_srl.train.tiny.slots`, the outputs mapped back before scoring; no ``forced_copy`` then). ``decay`` lets the rate fall linearly
 to 0 over that share of the last steps. With ``induction_steps=N`` / ``induction_every=K`` (induction steps before
-and between the warm-up's: :mod:`swe_srl.train.induction`) each check also reports ``induction_acc`` (greedy
+and between the warm-up's: :mod:`swe_srl.train.tiny.induction`) each check also reports ``induction_acc`` (greedy
 accuracy on fresh repeats of dev-prompt windows) and ``forced_copy`` (given the expert's action up to its test
 name's ``test_``, the share of dev pytest targets whose name the greedy continuation completes). Prints one
 JSON line per check; ``-o`` writes them all with the outputs.
@@ -28,19 +28,19 @@ from pathlib import Path
 import torch
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
-from swe_srl.core.slots import policy_outputs, policy_rows
 from swe_srl.eval.baselines import baseline_actions, baseline_outputs
 from swe_srl.paths import atomic_write_text
-from swe_srl.train.augment import TEST_NAME
 from swe_srl.train.config import TinyOptions, TrainConfig
 from swe_srl.train.data import read_samples, split_rows
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, layer_means, prompt_text, scores
-from swe_srl.train.induction import RepeatedSpans
 from swe_srl.train.overrides import apply_override
-from swe_srl.train.policy import warmup_split
 from swe_srl.train.samples import default_sample_set
-from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, sample_texts
+from swe_srl.train.tiny.augment import TEST_NAME
+from swe_srl.train.tiny.induction import RepeatedSpans
+from swe_srl.train.tiny.model import build_model, build_tokenizer, format_warmup, sample_texts
+from swe_srl.train.tiny.slots import unslotted_outputs, view_of
+from swe_srl.train.tiny.start import warmup_split
 
 
 def _mean(values) -> float:
@@ -83,7 +83,7 @@ def probe(args: dict[str, str]) -> list[dict]:
     train, held = split_rows(read_samples(samples), 0.1, split)
     tokenizer = build_tokenizer(sample_texts(train, opts.slots), opts.vocab_size, opts.slots)
     model = build_model(tokenizer, opts)
-    held = fit_rows(policy_rows(held, tokenizer), opts.max_prompt_tokens, tokenizer)
+    held = fit_rows(view_of(tokenizer).rows(held), opts.max_prompt_tokens, tokenizer)
     frequent = scores(baseline_outputs(baseline_actions(train, held)["frequent_at_step"]), held)
     last, fall, ramp = checks[-1], int(decay * checks[-1]), max(1, opts.warmup_ramp)
     started, results = time.monotonic(), []
@@ -101,7 +101,7 @@ def probe(args: dict[str, str]) -> list[dict]:
         if induction:
             extra["induction_acc"] = gauge.accuracy()
         raw = greedy_outputs(model, tokenizer, [r["prompt"] for r in held], gen, 8, THINK_OPEN)
-        outputs = policy_outputs(raw, held)  # a slotted policy's slots mapped back
+        outputs = unslotted_outputs(raw, held)  # a slotted policy's slots mapped back
         got = scores(outputs, held)
         named = [
             (n, o)

@@ -7,12 +7,12 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swe_srl.core.actions import THINK_OPEN
-from swe_srl.core.slots import slot_messages, unslot, uses_slots
+from swe_srl.core.view import PLAIN, PlainView
 from swe_srl.errors import PolicyError
 
 if TYPE_CHECKING:
@@ -84,9 +84,19 @@ class HFPolicy:
     adapter directory loads its base model (``adapter_config.json``) with the adapter merged in.
 
     Greedy decoding unless ``temperature > 0``; ``count_tokens`` lets the agent keep the prompt in the context.
+    ``view_for(tokenizer)`` gives the policy's view (:class:`~swe_srl.core.view.PlainView` without it): what it reads
+    for a conversation and what its output means (the tiny model's slots: the caller passes
+    ``swe_srl.train.tiny.slots.view_of``).
     """
 
-    def __init__(self, model: str, *, max_new_tokens: int = 1024, temperature: float = 0.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_new_tokens: int = 1024,
+        temperature: float = 0.0,
+        view_for: Callable[[Any], PlainView] | None = None,
+    ) -> None:
         try:
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
@@ -105,7 +115,7 @@ class HFPolicy:
                 f"model {model!r} has no chat template; save the tokenizer with the one used in training"
             )
         self.model.eval()
-        self.slots = uses_slots(self.tokenizer)  # the tiny default's (swe_srl.core.slots)
+        self.view = view_for(self.tokenizer) if view_for is not None else PLAIN  # how it reads and writes
         self.name = f"hf:{model}"
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
@@ -124,14 +134,14 @@ class HFPolicy:
     def generate_batch(self, batch: Sequence[Messages]) -> list[str]:
         """One ``generate`` call for several conversations (left-padded), one output each."""
         tokenizer = self.tokenizer
-        shown = [slot_messages(m) if self.slots else (m, None) for m in batch]  # a slotted policy reads slots
+        shown = [self.view.show(m) for m in batch]  # what the policy reads (the tiny model's: slots)
         prompts = [
             tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m, _ in shown
         ]
         encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         turns = generate_ids(self.model, tokenizer, encoded, self.max_new_tokens, self.temperature)
         texts = tokenizer.batch_decode(turns, skip_special_tokens=True)
-        texts = [unslot(t, slots) for t, (_, slots) in zip(texts, shown, strict=True)]  # and writes slots
+        texts = [self.view.read(t, key) for t, (_, key) in zip(texts, shown, strict=True)]  # as actions
         # Templates of reasoning models (and the tiny one) open <think> in the generation prompt: put it back.
         return [
             THINK_OPEN + t if p.rstrip().endswith(THINK_OPEN) else t

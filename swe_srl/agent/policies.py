@@ -241,8 +241,10 @@ def make_policy(
     model: str | None = None,
     max_new_tokens: int = 1024,
     temperature: float = 0.0,
+    view_for: Callable[[Any], Any] | None = None,
 ) -> Policy:
-    """Build a policy from its CLI spec (:data:`POLICY_SPECS`; checked by :func:`check_policy_spec`)."""
+    """Build a policy from its CLI spec (:data:`POLICY_SPECS`; checked by :func:`check_policy_spec`); ``view_for``:
+    an ``hf:`` policy's view (:class:`~swe_srl.agent.models.HFPolicy`)."""
     check_policy_spec(spec, base_url=base_url, model=model)
     kind, _, arg = spec.partition(":")
     if kind == "gold":
@@ -252,7 +254,7 @@ def make_policy(
     if kind == "replay":
         return ReplayPolicy.from_file(Path(arg))
     if kind == "hf":
-        return HFPolicy(arg, max_new_tokens=max_new_tokens, temperature=temperature)
+        return HFPolicy(arg, max_new_tokens=max_new_tokens, temperature=temperature, view_for=view_for)
     if kind == "openai":
         return OpenAIPolicy(base_url or "", model or arg, max_tokens=max_new_tokens, temperature=temperature)
     raise PolicyError(f"policy {spec!r} grades a predictions file directly; it runs no agent episode")

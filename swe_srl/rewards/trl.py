@@ -4,8 +4,8 @@ TRL 1.16 calls ``reward_func(prompts=…, completions=…, completion_ids=…, *
 dataset columns (here ``expert_action``, ``instance_id``, ``step``, ``trajectory_hash``…) plus ``trainer_state``,
 ``log_extra(column, values)`` and ``log_metric(name, value)``; it names the function by its ``__name__``. We use
 ``log_metric`` for the mean of every reward component and ``log_extra`` for the format error of each completion.
-Two wrappers rewrite each completion before a reward function scores it: ``PrefixedReward`` (the ``<think>`` a chat
-template's generation prompt wrote) and ``UnslottedReward`` (a slotted policy's slots, mapped back to the names).
+Wrappers rewrite each completion before a reward function scores it (``MappedReward``): ``PrefixedReward`` (the
+``<think>`` a chat template's generation prompt wrote) here, the tiny policy's slots in ``swe_srl.train.tiny.slots``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from swe_srl.core.actions import THINK_OPEN
-from swe_srl.core.slots import unslot
 from swe_srl.errors import ConfigError
 from swe_srl.rewards.effect.protocol import EFFECT_MODES, EffectEvaluator
 from swe_srl.rewards.layered import MODES, RewardWeights, score_output
@@ -182,12 +181,3 @@ class PrefixedReward(MappedReward):
 
     def rewrite(self, text: str, k: int, columns: Mapping[str, Any]) -> str:
         return self.prefix + text
-
-
-class UnslottedReward(MappedReward):
-    """For a slotted policy (:mod:`swe_srl.core.slots`): each completion's slots are mapped back to its row's names
-    (the ``slots`` column)."""
-
-    def rewrite(self, text: str, k: int, columns: Mapping[str, Any]) -> str:
-        slots = columns.get("slots")
-        return unslot(text, slots[k] if slots else None)

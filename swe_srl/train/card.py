@@ -5,8 +5,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from swe_srl.train.config import TrainConfig
-from swe_srl.train.policy import warmup_split
+from swe_srl.train.config import TrainConfig, start_of
 
 
 def _version(package: str) -> str:
@@ -44,7 +43,7 @@ def data_facts(config: TrainConfig, sample_set: Any, train_rows: list, test_rows
 
 def split_facts(config: TrainConfig, train_rows: list) -> dict[str, int] | None:
     """The tiny warm-up's share of the train split and training's (None: both use every train sample)."""
-    warm, rest = warmup_split(config, train_rows)
+    warm, rest = start_of(config).warmup_split(config, train_rows)
     if warm is rest:
         return None
     return {
@@ -119,7 +118,7 @@ def model_card(config: TrainConfig, args: Any, base_model: str, data: dict[str, 
         f"{data['test_samples']} held out ({data['test_instances']} instances); file `{data['samples_file']}`",
         *_split_line(data.get("warmup_split")),
         f"- oracle files in prompts: {'yes' if config.oracle_files else 'no'}",
-        f"- library names swapped (swe_srl.train.augment) in {config.swap_library_names:.0%} of the training samples"
+        f"- library names swapped (swe_srl.train.tiny.augment) in {config.swap_library_names:.0%} of the training samples"
         + (f" (new names from: {config.swap_pool})" if config.swap_library_names else ""),
         "",
         "## Method",

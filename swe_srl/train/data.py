@@ -91,6 +91,7 @@ def _normalize(row: dict[str, Any]) -> dict[str, Any]:
     out["step"] = int(row.get("step") or 0)
     out["num_steps"] = int(row.get("num_steps") or 0)
     out["trajectory_hash"] = str(row.get("trajectory_hash") or "")
+    out["oracle_files"] = [str(p) for p in row.get("oracle_files") or []]  # the oracle paths its prompt shows
     return out
 
 

@@ -16,16 +16,9 @@ from typing import Any
 
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.card import data_facts, model_card
-from swe_srl.train.config import TrainConfig
-from swe_srl.train.policy import train_counts, training_rows
-from swe_srl.train.run import (
-    base_model_name,
-    default_command,
-    run_training,
-    split_samples,
-    warmup_summary,
-    write_summary,
-)
+from swe_srl.train.config import TrainConfig, start_of
+from swe_srl.train.record import write_config
+from swe_srl.train.run import default_command, run_training, split_samples, write_summary
 from swe_srl.train.sft_run import SftPolicy, save_policy, sft_summary, train_sft
 
 
@@ -34,21 +27,23 @@ def run_sft(config: TrainConfig, *, console=None, command: str | None = None) ->
     started, command = time.monotonic(), command or default_command()
     out = config.output_dir
     shutil.rmtree(out / "tiny-model", ignore_errors=True)
+    write_config(config)
+    start = start_of(config)
     sample_set, train_rows, test_rows = split_samples(config)
     policy = SftPolicy(config, train_rows)
     fitted_test = policy.fit(test_rows)
     initial = policy.greedy(fitted_test)
     # the rows SRL trains on (plain unless swap_library_names is set for this run)
-    rows = training_rows(config, train_rows)
+    rows = start.training_rows(config, train_rows)
     losses = train_sft(policy, rows, out, config.seed)
     save_policy(policy, out / "final")
-    counts = {"samples_file": str(sample_set.path), **train_counts(config, train_rows)}
+    counts = {"samples_file": str(sample_set.path), **start.counts(config, train_rows)}
     summary = sft_summary(policy, losses, {**counts, "test_samples": len(test_rows)}, out)
-    summary.update(warmup_summary(Path(summary["model"])))
+    summary.update(start.model_summary(Path(summary["model"])))
     held = (train_rows, fitted_test, initial, policy.greedy(fitted_test))
     write_summary(config, summary, held, policy.tokenizer, console, started, command)
     data = data_facts(config, sample_set, train_rows, test_rows)
-    card = model_card(config, policy.args, base_model_name(config), data, summary, command)
+    card = model_card(config, policy.args, start.describe(config), data, summary, command)
     atomic_write_text(out / "final" / "README.md", card)
     atomic_write_text(out / "README.md", card)
     return summary

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from swe_srl.train.augment import SwapPool
+from swe_srl.train.tiny.augment import SwapPool
 
 
 class StrictOptions(BaseModel):
@@ -108,7 +108,7 @@ class TinyOptions(StrictOptions):
         le=1.0,
         description="Share of the train instances whose steps the format warm-up uses; below 1 SRL (and --method "
         "sft) train on the other instances only, so the start has not seen them, as a real base model has not "
-        "(swe_srl.train.policy.warmup_split; 1 = both use every train sample; ignored with --model or --init).",
+        "(swe_srl.train.tiny.start.warmup_split; 1 = both use every train sample; ignored with --model or --init).",
     )
     warmup_lr: float = Field(3e-3, gt=0, description="Learning rate of the format warm-up (AdamW).")
     warmup_batch: int = Field(8, ge=1, description="Samples per format warm-up step.")
@@ -134,14 +134,14 @@ class TinyOptions(StrictOptions):
         0,
         ge=0,
         description="Warm-up data: this many copies of every train sample whose problem names a failing test, "
-        "with those test names renamed everywhere in the sample (swe_srl.train.augment); 0 = none.",
+        "with those test names renamed everywhere in the sample (swe_srl.train.tiny.augment); 0 = none.",
     )
     warmup_swap: float = Field(
         0.0,
         ge=0.0,
         le=1.0,
         description="Share of the warm-up samples whose own library's names are swapped (as swap_library_names "
-        "does for SRL: swe_srl.train.augment), the new names from warmup_swap_pool; 0 = none.",
+        "does for SRL: swe_srl.train.tiny.augment), the new names from warmup_swap_pool; 0 = none.",
     )
     warmup_swap_pool: SwapPool = Field(
         "train",
@@ -152,19 +152,19 @@ class TinyOptions(StrictOptions):
         0,
         ge=0,
         description="Warm-up data: this many copies of every train sample with its own library's names replaced "
-        "by names drawn from the standard library (swe_srl.train.augment: pool_names); 0 = none.",
+        "by names drawn from the standard library (swe_srl.train.tiny.augment: pool_names); 0 = none.",
     )
     slots: bool = Field(
         True,
         description="Slotted names: the prompt's code names (.py paths, path words, test ids, defined names) "
         "become slot tokens <n0>, <n1>, ... the policy reads and writes, mapped back before scoring "
-        "(swe_srl.core.slots).",
+        "(swe_srl.train.tiny.slots).",
     )
     induction_steps: int = Field(
         0,
         ge=0,
         description="Induction steps before the warm-up: repeats of train-prompt windows, the loss on the repeat "
-        "(the stand-in for a pretrained model's copying; swe_srl.train.induction); 0 = none.",
+        "(the stand-in for a pretrained model's copying; swe_srl.train.tiny.induction); 0 = none.",
     )
     induction_every: int = Field(
         0,

@@ -1,7 +1,7 @@
 """Named starting configs (``--preset NAME``): the bottom layer under ``--config`` YAML, CLI flags and ``--set``.
 
-``cpu-tiny``: the embedded tiny model (the default without ``--model``). ``cpu-small``: a small local model
-(``--model PATH``, a few million parameters) on CPU, 20 steps in minutes. ``paper``: the SRL paper's Table 8 on
+``cpu-tiny``: the embedded tiny model (``--model tiny``, the default; :mod:`swe_srl.train.tiny.preset`).
+``cpu-small``: a small local model (``--model PATH``, a few million parameters) on CPU, 20 steps in minutes. ``paper``: the SRL paper's Table 8 on
 Qwen2.5-Coder-7B-Instruct, a full fine-tune on 8 × 80 GB (``--model M`` without a preset takes its values).
 ``paper-lora``: the same batch, rollouts, temperature and KL on one 80 GB card with LoRA. ``paper-gpu``: an alias
 of ``paper``. ``seed-math``: the seed write-up's math figures (lr 5e-6 → 1e-6, β 0.05, 32 prompts a step).
@@ -14,6 +14,7 @@ import copy
 from typing import Any
 
 from swe_srl.errors import ConfigError
+from swe_srl.train.tiny.preset import cpu_tiny
 from swe_srl.train.trl_options import vllm_available
 
 PAPER_BATCH_PROMPTS = 512
@@ -88,43 +89,6 @@ PAPER_MODEL = "Qwen/Qwen2.5-Coder-7B-Instruct"
 PAPER_PROMPT_TOKENS = 8192
 """Prompts are cut to their last 8,192 tokens, whole latest messages first: the longest sequence is 8,192 + 512."""
 
-TINY_TRL_DEFAULTS: dict[str, Any] = {
-    "num_generations": 8,
-    "temperature": 1.0,
-    "learning_rate": 3e-4,  # 1e-3 traded the layered reward away on dev (docs/experiments.md)
-    "lr_scheduler_type": "cosine_with_min_lr",
-    "lr_scheduler_kwargs": {"min_lr": 2e-4},
-    "warmup_steps": 0,
-    "beta": 0.05,
-    "per_device_train_batch_size": 32,  # 4 prompts × 8 generations
-    "gradient_accumulation_steps": 1,
-    "max_completion_length": 32,  # 87% of the train split's expert actions fit (vocab 2048)
-    "max_grad_norm": 1.0,
-    "max_steps": 80,  # ~7 s a step on 2 cores; 40 ended level or lower on dev (docs/experiments.md)
-    "logging_steps": 1,
-    "save_steps": 40,
-    "bf16": False,
-}
-"""TRL settings of the embedded tiny model (tuned to learn on 2 CPU cores)."""
-
-TINY_REWARD = "mixed"
-"""The tiny model's default reward (``--reward`` still wins): the mean of the paper reward and the layered one. GRPO
-on the layered reward alone drifts to its floor (``ls``/``submit`` everywhere); on the paper reward alone invalid
-commands grow; the mean keeps the paper reward's pull towards the expert's text and the layered reward's 0 for an
-invalid command (chosen on the dev split: docs/experiments.md)."""
-
-TINY_LOSS: dict[str, Any] = {"sft_thought": False, "replay_weight": 0.1}
-"""The tiny model's loss defaults. ``sft_thought`` false: its warm-up and greedy decoding write an empty thought, so
-its SFT targets (the SFT term, the replay anchor, ``--method sft``) have none. ``replay_weight`` 0.1: the replay anchor,
-which holds the late steps (``submit`` after a passing test) whose groups dynamic sampling drops (chosen on the dev
-split: docs/experiments.md, the replay anchor)."""
-
-TINY_SWAP = 1.0
-"""The tiny model's default ``swap_library_names``: GRPO on train samples whose library names are swapped
-(``swe_srl.train.augment``), so that a name recalled from the train libraries is wrong there, as on a held-out
-library, and only a name read from the prompt pays (chosen on the dev split; on test it made no measurable
-difference: docs/experiments.md)."""
-
 CPU_SMALL: dict[str, Any] = {
     "max_prompt_tokens": 384,  # the latest messages whole (the prompt fitter), as the tiny model's context
     "dynamic_sampling": {"max_rounds": 2},
@@ -184,7 +148,7 @@ def seed_math() -> dict[str, Any]:
 
 
 PRESETS: dict[str, Any] = {
-    "cpu-tiny": lambda: {},
+    "cpu-tiny": cpu_tiny,
     "cpu-small": lambda: copy.deepcopy(CPU_SMALL),
     "paper": paper,
     "paper-lora": paper_lora,

@@ -1,8 +1,9 @@
 """``--stage rlvr``: GRPO on multi-turn ``SWEEnv`` episodes (outcome reward) from an SRL checkpoint, through TRL's
 ``rollout_func`` hook and :class:`~swe_srl.train.rlvr.EnvEpisodeRunner`.
 
-Small defaults so it runs on CPU with the tiny model: the first ``rlvr.instances`` train instances, 2 episodes per
-prompt, ``rlvr.max_turns`` turns of ``rlvr.max_new_tokens`` tokens, 4 steps.
+The TRL settings come from the start (a tiny checkpoint's are small, so that it runs on CPU:
+:data:`swe_srl.train.tiny.preset.TINY_RLVR_TRL_DEFAULTS`); the first ``rlvr.instances`` train instances,
+``rlvr.max_turns`` turns of ``rlvr.max_new_tokens`` tokens.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import Any
 
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.core.prompts import build_messages
-from swe_srl.core.slots import uses_slots
 from swe_srl.errors import TrainingError
 from swe_srl.infra.sandbox.base import Limits
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.callbacks import MetricsCallback, RichProgressCallback, read_metrics
-from swe_srl.train.config import REAL_TRL_DEFAULTS, TrainConfig
+from swe_srl.train.config import TrainConfig, start_of
 from swe_srl.train.data import guard_eval_instances, to_dataset
-from swe_srl.train.policy import grpo_args, peft_config, prepare_policy, think_prefix
+from swe_srl.train.policy import grpo_args, peft_config, think_prefix
+from swe_srl.train.record import write_config
 from swe_srl.train.rlvr import (
     EnvEpisodeRunner,
     OutcomeReward,
@@ -32,27 +33,6 @@ from swe_srl.train.rlvr import (
 )
 from swe_srl.train.trainer import SRLGRPOTrainer
 from swe_srl.trajectories.oracle import oracle_contents
-
-TINY_RLVR_TRL_DEFAULTS: dict[str, Any] = {
-    "num_generations": 2,
-    "temperature": 1.0,
-    "learning_rate": 1e-4,
-    "beta": 0.05,
-    "per_device_train_batch_size": 4,  # 2 prompts × 2 episodes
-    "gradient_accumulation_steps": 1,
-    "max_completion_length": 256,
-    "max_grad_norm": 1.0,
-    "max_steps": 4,
-    "logging_steps": 1,
-    "save_steps": 2,
-    "bf16": False,
-}
-REAL_RLVR_TRL_DEFAULTS: dict[str, Any] = {
-    **REAL_TRL_DEFAULTS,
-    "per_device_train_batch_size": 8,
-    "gradient_accumulation_steps": 4,
-    "max_completion_length": 4096,
-}
 
 
 class RLVRTrainer(SRLGRPOTrainer):
@@ -118,23 +98,26 @@ def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
     return rows
 
 
-def refuse_slotted(config: TrainConfig) -> None:
-    """RLVR episodes show the policy the sandbox's plain text: a slotted ``--init`` (:mod:`swe_srl.core.slots`)
-    is refused before any work."""
+def refuse_viewed(config: TrainConfig) -> None:
+    """RLVR episodes show the policy the sandbox's plain text: an ``--init`` whose view is not plain (the tiny
+    model's slots: :mod:`swe_srl.train.tiny.slots`) is refused before any work."""
     from transformers import AutoTokenizer
 
-    if config.init and Path(config.init).exists() and uses_slots(AutoTokenizer.from_pretrained(config.init)):
+    if not (config.init and Path(config.init).exists()):
+        return
+    why = start_of(config).view(AutoTokenizer.from_pretrained(config.init)).refuse_plain_episodes()
+    if why:
         raise TrainingError(
-            f"--stage rlvr: --init {config.init} is a slotted policy (tiny.slots: it reads and writes slot tokens), "
-            "but RLVR episodes show it plain text; start RLVR from a checkpoint trained with tiny.slots=false"
+            f"--stage rlvr: --init {config.init}: {why}, but RLVR episodes show it plain text; start RLVR from a "
+            "checkpoint trained with tiny.slots=false"
         )
 
 
 def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, console):
     from transformers import AutoTokenizer, PrinterCallback
 
-    model_path, tiny = prepare_policy(config, rows)
-    args = grpo_args(config, tiny, TINY_RLVR_TRL_DEFAULTS if tiny else REAL_RLVR_TRL_DEFAULTS)
+    model_path = start_of(config).model_path(config, rows)
+    args = grpo_args(config)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix = think_prefix(tokenizer)
     runner = runner_factory(tokenizer, prefix)
@@ -161,7 +144,8 @@ def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
     """Train from ``config.init`` on environment episodes; writes checkpoints, metrics, plot, ``summary.json``."""
 
     started, out = time.monotonic(), config.output_dir
-    refuse_slotted(config)
+    refuse_viewed(config)
+    write_config(config)
     (out / "metrics.jsonl").unlink(missing_ok=True)
     instances, held_out = rlvr_instances(config), rlvr_eval_instances(config)
     rows = rlvr_rows(config, instances)

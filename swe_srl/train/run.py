@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.benchmark.instances import load_instances
-from swe_srl.core.slots import policy_outputs, policy_rows, uses_slots
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
 from swe_srl.rewards.effect.evaluator import SandboxEffect
 from swe_srl.rewards.syntax_inputs import StepInputs
-from swe_srl.rewards.trl import PrefixedReward, UnslottedReward
+from swe_srl.rewards.trl import PrefixedReward
 from swe_srl.train.callbacks import (
     HeldOutEvalCallback,
     MetricsCallback,
@@ -26,18 +25,12 @@ from swe_srl.train.callbacks import (
     read_metrics,
 )
 from swe_srl.train.card import data_facts, model_card
-from swe_srl.train.config import TrainConfig
+from swe_srl.train.config import TrainConfig, start_of
 from swe_srl.train.data import guard_eval_instances, read_samples, split_rows, to_dataset
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, heldout_report, report_table, step_table
-from swe_srl.train.policy import (
-    grpo_args,
-    peft_config,
-    prepare_policy,
-    think_prefix,
-    train_counts,
-    training_rows,
-)
+from swe_srl.train.policy import grpo_args, peft_config, think_prefix
+from swe_srl.train.record import write_config
 from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_refill_state, resume_metrics
 from swe_srl.train.rlvr_run import run_rlvr
 from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
@@ -124,22 +117,22 @@ def build_trainer(
     """The configured ``SRLGRPOTrainer`` with metrics, held-out eval and progress callbacks."""
     from transformers import AutoTokenizer, PrinterCallback
 
-    model_path, tiny = prepare_policy(config, train_rows)
-    train_rows = training_rows(config, train_rows)
-    args = grpo_args(config, tiny)
+    start = start_of(config)
+    model_path = start.model_path(config, train_rows)
+    train_rows = start.training_rows(config, train_rows)
+    args = grpo_args(config)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    prefix = think_prefix(tokenizer)
+    prefix, view = think_prefix(tokenizer), start.view(tokenizer)
     held_out = spread(test_rows, config.eval.max_samples)
-    train_rows, held_out = policy_rows(train_rows, tokenizer), policy_rows(held_out, tokenizer)
-    max_prompt = config.tiny.max_prompt_tokens if tiny else config.max_prompt_tokens
+    train_rows, held_out = view.rows(train_rows), view.rows(held_out)
+    max_prompt = start.max_prompt_tokens(config)
     if max_prompt:  # the model's context window
         train_rows = fit_rows(train_rows, max_prompt, tokenizer)
         held_out = fit_rows(held_out, max_prompt, tokenizer)
     reward = reward_func if reward_func is not None else build_reward(config, effect, sample_set)
     if prefix:
         reward = PrefixedReward(reward, prefix)
-    if uses_slots(tokenizer):
-        reward = UnslottedReward(reward)
+    reward = view.reward(reward)
     metrics = MetricsCallback(config.output_dir)
     evaluator = HeldOutEvalCallback(
         held_out, reward, metrics, config.eval.every, args.max_completion_length, config.eval.batch_size
@@ -157,11 +150,13 @@ def build_trainer(
         format_prefix=prefix,
         fast_generation=config.fast_generation,
         rloo_scale=config.trl.get("scale_rewards", "none"),
+        view=view,
         **config.loss.model_dump(),  # sft_weight, replay_weight, replay_batch, sft_thought
     )
     trainer.remove_callback(PrinterCallback)  # the rich bar + metrics.jsonl replace printed dicts
     trainer.add_callback(RefillStateCallback(trainer))
     trainer.fit_prompt_tokens = max_prompt  # the held-out report fits every test prompt the same way
+    trainer.view = view
     return trainer, evaluator
 
 
@@ -173,16 +168,7 @@ def heldout_outputs(config: TrainConfig, trainer, rows: list[dict]) -> list[str]
     outputs = greedy_outputs(
         trainer.model, trainer.processing_class, prompts, size, config.eval.batch_size, trainer.format_prefix
     )
-    return policy_outputs(outputs, rows)
-
-
-def warmup_summary(model_dir: Path) -> dict[str, Any]:
-    """The tiny model's format warm-up (steps, first and last loss), when it had one."""
-    path = model_dir / "warmup.json"
-    if not path.is_file():
-        return {}
-    record = json.loads(path.read_text(encoding="utf-8"))
-    return {"format_warmup": {k: record[k] for k in ("steps", "loss_first", "loss_last")}}
+    return trainer.view.outputs(outputs, rows)
 
 
 def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -> dict[str, Any]:
@@ -206,23 +192,11 @@ def summarize(config: TrainConfig, trainer, evaluator, counts: dict[str, Any]) -
         "reward_last_fifth": last,
         "reward_rose": bool(last > first),
         "eval": [{"step": s, "mean_reward": v} for s, v in evaluator.history],
-        **warmup_summary(Path(trainer.model.name_or_path)),
+        **start_of(config).model_summary(Path(trainer.model.name_or_path)),
         "final_model": str(config.output_dir / "final"),
         "metrics": str(config.output_dir / "metrics.jsonl"),
         "plot": str(config.output_dir / "training_curves.png"),
     }
-
-
-def base_model_name(config: TrainConfig) -> str:
-    """What training started from: --init, --model, or the embedded tiny model's shape."""
-    tiny = config.tiny
-    return (
-        config.init
-        or config.model
-        or f"the embedded tiny Qwen2-shaped model (hidden {tiny.hidden_size}, {tiny.layers} layers, "
-        f"vocab {tiny.vocab_size}, format warm-up {tiny.warmup_steps} steps"
-        f"{', slotted names' if tiny.slots else ''})"
-    )
 
 
 def default_command() -> str:
@@ -276,7 +250,7 @@ def run_training(
         raise TrainingError(f"run_training is --method srl; --method {config.method}: swe_srl.train.launch")
     started = time.monotonic()
     command = command or default_command()
-    grpo_args(config, tiny=config.model is None)  # GRPOConfig's own checks, before any work
+    grpo_args(config)  # GRPOConfig's own checks, before any work
     out = config.output_dir
     checkpoint = get_last_checkpoint(str(out)) if config.resume and out.is_dir() else None
     if config.resume and checkpoint is None:
@@ -284,6 +258,7 @@ def run_training(
     if not config.resume:
         (out / "metrics.jsonl").unlink(missing_ok=True)
         shutil.rmtree(out / "tiny-model", ignore_errors=True)
+    write_config(config)
     sample_set, train_rows, test_rows = split_samples(config)
     effect = build_effect(config, sample_set) if reward_func is None else None
     trainer, evaluator = build_trainer(
@@ -293,7 +268,7 @@ def run_training(
         evaluator.history = resume_metrics(out / "metrics.jsonl", checkpoint_step(Path(checkpoint)))
         restore_refill_state(trainer, Path(checkpoint))
     data = data_facts(config, sample_set, train_rows, test_rows)
-    base = base_model_name(config)
+    base = start_of(config).describe(config)
 
     def card(summary: dict[str, Any] | None = None) -> str:
         partial = {
@@ -305,7 +280,7 @@ def run_training(
     trainer.model_card = card
     # the starting policy's outputs on every test sample, before any step (on resume: the run's starting model)
     budget, tokenizer = trainer.fit_prompt_tokens, trainer.processing_class
-    policy_test = policy_rows(test_rows, tokenizer)  # as the policy reads them (slotted for a slotted one)
+    policy_test = trainer.view.rows(test_rows)  # as the policy reads them (slotted for a slotted one)
     fitted_test = fit_rows(policy_test, budget, tokenizer) if budget else policy_test
     initial_outputs = heldout_outputs(config, trainer, fitted_test)
     start = snapshot(trainer.model) if config.wise_ft < 1 else {}
@@ -313,7 +288,7 @@ def run_training(
     apply_wise(trainer.model, start, config.wise_ft)  # final/ (not the checkpoints) is the WiSE-FT mix
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))
-    counts = {"samples_file": str(sample_set.path), **train_counts(config, train_rows)}
+    counts = {"samples_file": str(sample_set.path), **start_of(config).counts(config, train_rows)}
     summary = summarize(config, trainer, evaluator, {**counts, "test_samples": len(test_rows)})
     final_outputs = heldout_outputs(config, trainer, fitted_test)  # the same fitted prompts, fitted once
     held = (train_rows, fitted_test, initial_outputs, final_outputs)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
-from swe_srl.core.slots import policy_action
+from swe_srl.core.view import PLAIN, PlainView
 
 
 def sft_target(
@@ -31,25 +31,35 @@ def sft_target(
 
 
 def expert_turn(
-    tokenizer: Any, row: dict, prefix: str, max_tokens: int | None, thought: bool = True
+    tokenizer: Any,
+    row: dict,
+    prefix: str,
+    max_tokens: int | None,
+    thought: bool = True,
+    view: PlainView = PLAIN,
 ) -> tuple[list[int], list[int]]:
-    """:func:`sft_target` of a sample row's expert step (its action as the policy writes it), with the expert's
-    thought as context when ``thought`` (``loss.sft_thought``), else an empty one, as the tiny warm-up and its
+    """:func:`sft_target` of a sample row's expert step (its action as the policy writes it: ``view``), with the
+    expert's thought as context when ``thought`` (``loss.sft_thought``), else an empty one, as the tiny warm-up and its
     greedy decoding have it: the SFT term, the replay anchor and ``--method sft`` all build their targets here."""
     text = str(row.get("expert_thought") or "") if thought else ""
-    return sft_target(tokenizer, policy_action(row), text, prefix, max_tokens)
+    return sft_target(tokenizer, view.action(row), text, prefix, max_tokens)
 
 
 def sft_examples(
-    rows: list[dict], tokenizer, prefix: str, max_completion: int | None, thought: bool = True
+    rows: list[dict],
+    tokenizer,
+    prefix: str,
+    max_completion: int | None,
+    thought: bool = True,
+    view: PlainView = PLAIN,
 ) -> list[tuple[list[int], Any]]:
     """(prompt ids, :func:`expert_turn`) per (already fitted) row: the chat prompt with its generation prompt, then
-    the expert turn; ``--method sft`` and the replay anchor build their examples here."""
+    the expert turn; ``--method sft`` and the replay anchor (:mod:`swe_srl.train.anchor`) build their examples here."""
     examples = []
     for row in rows:
         text = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
         prompt = tokenizer(str(text), add_special_tokens=False)["input_ids"]
-        examples.append((prompt, expert_turn(tokenizer, row, prefix, max_completion, thought)))
+        examples.append((prompt, expert_turn(tokenizer, row, prefix, max_completion, thought, view)))
     return examples
 
 

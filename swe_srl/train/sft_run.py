@@ -4,25 +4,25 @@ and prompts per step as the SRL run it is compared with.
 
 The loss is the one SFT loss of :mod:`swe_srl.train.sft` (the auxiliary SFT term's: NLL of ``</think>`` + expert
 action + EOS given the prompt and the expert thought). The step budget and optimizer settings are read from the same
-``trl.GRPOConfig`` the SRL run builds (:func:`~swe_srl.train.policy.grpo_args`): ``max_steps``, ``learning_rate``,
-``lr_scheduler_type``/``_kwargs``, ``warmup_steps``, ``weight_decay``, ``max_grad_norm``, ``max_completion_length``;
-one step sees ``per_device_train_batch_size × gradient_accumulation_steps / num_generations`` prompts (SRL's prompts
+``trl.GRPOConfig`` the SRL run builds (:func:`~swe_srl.train.policy.grpo_args`): ``max_steps`` (unset:
+``num_train_epochs`` passes, :func:`sft_steps`), ``learning_rate``, ``lr_scheduler_type``/``_kwargs``,
+``warmup_steps``, ``weight_decay``, ``max_grad_norm``, ``max_completion_length``; one step sees ``per_device_train_batch_size × gradient_accumulation_steps / num_generations`` prompts (SRL's prompts
 per step), in micro-batches of ``per_device_train_batch_size / num_generations``. A plain torch loop (as the tiny
 model's format warm-up): no generation, so TRL's trainer machinery would add nothing but configuration to keep equal.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 from typing import Any
 
-from swe_srl.core.slots import policy_outputs, policy_rows
 from swe_srl.train.callbacks import MetricsCallback
-from swe_srl.train.config import TrainConfig
+from swe_srl.train.config import TrainConfig, start_of
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs
-from swe_srl.train.policy import grpo_args, prepare_policy, think_prefix
+from swe_srl.train.policy import grpo_args, think_prefix
 from swe_srl.train.sft import completion_nll, pad_left, sft_examples, target_batch
 
 
@@ -46,21 +46,23 @@ class SftPolicy:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        path, tiny = prepare_policy(config, train_rows)
-        self.args = grpo_args(config, tiny)
+        start = start_of(config)
+        path = start.model_path(config, train_rows)
+        self.args = grpo_args(config)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.view = start.view(self.tokenizer)
         self.model = AutoModelForCausalLM.from_pretrained(path)
         if torch.cuda.is_available():
             self.model.to("cuda")
         self.model.name_or_path = path
         self.prefix = think_prefix(self.tokenizer)
-        self.max_prompt = config.tiny.max_prompt_tokens if tiny else config.max_prompt_tokens
+        self.max_prompt = start.max_prompt_tokens(config)
         self.batch_size = config.eval.batch_size
         self.thought = config.loss.sft_thought
 
     def fit(self, rows: list[dict]) -> list[dict]:
         """``rows`` as the policy reads them (slotted for a slotted policy), fitted to its context."""
-        rows = policy_rows(rows, self.tokenizer)
+        rows = self.view.rows(rows)
         return fit_rows(rows, self.max_prompt, self.tokenizer) if self.max_prompt else rows
 
     def greedy(self, rows: list[dict]) -> list[str]:
@@ -68,7 +70,15 @@ class SftPolicy:
         prompts = [r["prompt"] for r in rows]
         size = self.args.max_completion_length
         outputs = greedy_outputs(self.model, self.tokenizer, prompts, size, self.batch_size, self.prefix)
-        return policy_outputs(outputs, rows)
+        return self.view.outputs(outputs, rows)
+
+
+def sft_steps(args, examples: int, prompts_per_step: int) -> int:
+    """The optimizer steps: ``max_steps`` when set (> 0), else ``num_train_epochs`` passes over the examples, as TRL
+    counts them for SRL."""
+    if args.max_steps > 0:
+        return args.max_steps
+    return max(1, math.ceil(args.num_train_epochs * examples / max(1, prompts_per_step)))
 
 
 def train_sft(policy: SftPolicy, train_rows: list[dict], out: Path, seed: int) -> list[float]:
@@ -78,11 +88,16 @@ def train_sft(policy: SftPolicy, train_rows: list[dict], out: Path, seed: int) -
 
     args, model, tokenizer = policy.args, policy.model, policy.tokenizer
     examples = sft_examples(
-        policy.fit(train_rows), tokenizer, policy.prefix, args.max_completion_length, policy.thought
+        policy.fit(train_rows),
+        tokenizer,
+        policy.prefix,
+        args.max_completion_length,
+        policy.thought,
+        policy.view,
     )
-    steps = args.max_steps
     micro = max(1, args.per_device_train_batch_size // args.num_generations)
     accumulation = args.gradient_accumulation_steps
+    steps = sft_steps(args, len(examples), micro * accumulation)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
     scheduler = get_scheduler(
         args.lr_scheduler_type,

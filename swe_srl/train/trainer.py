@@ -8,7 +8,7 @@ with groups generated for other prompts, only as many as are still missing, up t
 Dropped groups and infra failures (every reward None/NaN) that still fill a slot get advantage 0 *and* an all-zero
 completion mask, so they contribute no gradient at all (not even KL). With ``sft_weight`` λ > 0 the loss gains
 λ · NLL of the expert action (:mod:`swe_srl.train.sft`), once per prompt in the batch; with ``replay_weight`` > 0
-also on train samples drawn uniformly each step (:mod:`swe_srl.train.replay`).
+also on train samples drawn uniformly each step (the anchor: :mod:`swe_srl.train.anchor`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from typing import Any
 import torch
 
 from swe_srl.core.actions import parse_output
+from swe_srl.core.view import PLAIN, PlainView
 from swe_srl.errors import ActionFormatError, TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards.trl import completion_text
-from swe_srl.train.config import DynamicSampling
+from swe_srl.train.anchor import AnchorSampler, ShuffledPasses
 from swe_srl.train.groups import first_of_group, group_keep_mask, merge_rounds, rloo_advantages
-from swe_srl.train.replay import ReplaySampler, ShuffledPasses
+from swe_srl.train.options import DynamicSampling
 from swe_srl.train.sft import completion_nll, expert_turn, target_batch
 from swe_srl.train.trl_compat import TRLHooks
 
@@ -102,6 +103,7 @@ class SRLGRPOTrainer(TRLHooks):
         replay_batch: int = 4,
         sft_thought: bool = True,
         model_card: Callable[[], str] | None = None,
+        view: PlainView = PLAIN,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -114,15 +116,16 @@ class SRLGRPOTrainer(TRLHooks):
         self.dynamic_sampling = dynamic_sampling or DynamicSampling(enabled=False)
         self.format_prefix = format_prefix
         self.model_card = model_card
+        self.view = view
         self._last_rewards: torch.Tensor | None = None
         seed = self.args.seed + self.accelerator.process_index
         self._refill = ShuffledPasses(len(self.train_dataset), seed)
         self.replay_weight, self.sft_thought = replay_weight, sft_thought
-        self._replay = None
+        self._anchor = None
         if replay_weight > 0:
-            self._replay = ReplaySampler(
+            self._anchor = AnchorSampler(
                 self.train_dataset, replay_batch, seed + 7919, self.processing_class,
-                prefix=self.format_prefix, max_tokens=self.max_completion_length, thought=sft_thought,
+                prefix=self.format_prefix, max_tokens=self.max_completion_length, thought=sft_thought, view=view,
             )  # fmt: skip
 
     def _fast_generation_ok(self) -> bool:
@@ -163,14 +166,14 @@ class SRLGRPOTrainer(TRLHooks):
     def refill_state(self) -> dict[str, Any]:
         """The refill random state (generator + the rest of the current permutation), for checkpoints."""
         state = self._refill.state()
-        if self._replay is not None:
-            state["replay"] = self._replay.state()
+        if self._anchor is not None:
+            state["replay"] = self._anchor.state()  # the checkpoint key of the anchor's draws
         return state
 
     def load_refill_state(self, state: dict[str, Any]) -> None:
         self._refill.load_state(state)
-        if self._replay is not None and "replay" in state:
-            self._replay.load_state(state["replay"])
+        if self._anchor is not None and "replay" in state:
+            self._anchor.load_state(state["replay"])
 
     def _score_round(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor]:
         """One TRL generate+score pass; returns (batch, local keep-per-sample, global kept-group count)."""
@@ -229,8 +232,8 @@ class SRLGRPOTrainer(TRLHooks):
             merged.update(
                 self._sft_batch([rows[i] for i in picked], torch.tensor([groups[i] for i in picked]))
             )
-        if self._replay is not None:
-            merged.update(self._replay.batch(n_local, self.accelerator.device))
+        if self._anchor is not None:
+            merged.update(self._anchor.batch(n_local, self.accelerator.device))
         self.record_metric("dynamic_sampling/kept_ratio", kept / max(sampled, 1))
         self.record_metric("dynamic_sampling/rounds", len(outputs))
         self.record_metric("dynamic_sampling/filled_ratio", float(all_keep[order].float().mean()))
@@ -245,7 +248,9 @@ class SRLGRPOTrainer(TRLHooks):
             if not str(row.get("expert_action") or "").strip():
                 raise TrainingError("loss.sft_weight > 0 needs an expert_action in every training row")
         targets = [
-            expert_turn(tokenizer, row, self.format_prefix, self.max_completion_length, self.sft_thought)
+            expert_turn(
+                tokenizer, row, self.format_prefix, self.max_completion_length, self.sft_thought, self.view
+            )
             for row in rows
         ]
         batch = target_batch(targets, pad)
@@ -263,8 +268,8 @@ class SRLGRPOTrainer(TRLHooks):
             return loss
         if self.sft_weight > 0 and "sft_row" in inputs:
             loss = loss + self.sft_weight * self._expert_nll(model, inputs, "sft", "sft/loss")
-        if self.replay_weight > 0 and "replay_row" in inputs:
-            loss = loss + self.replay_weight * self._expert_nll(model, inputs, "replay", "replay/loss")
+        if self.replay_weight > 0 and "anchor_row" in inputs:
+            loss = loss + self.replay_weight * self._expert_nll(model, inputs, "anchor", "replay/loss")
         return loss
 
     def _expert_nll(self, model, inputs: dict[str, Any], key: str, metric: str) -> torch.Tensor | float:
@@ -272,7 +277,7 @@ class SRLGRPOTrainer(TRLHooks):
         rows = inputs[f"{key}_row"].bool()
         if not rows.any():
             return 0.0
-        prompt = "prompt" if key == "sft" else "replay_prompt"
+        prompt = "prompt" if key == "sft" else "anchor_prompt"
         nll = completion_nll(
             model,
             inputs[f"{prompt}_ids"][rows],

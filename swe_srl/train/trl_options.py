@@ -96,7 +96,7 @@ def check_value(key: str, value: Any) -> None:
     if key in REFUSED:
         raise ConfigError(f"trl.{key} is set by swe-srl: {REFUSED[key]}")
     hint, choices = fields[key]
-    if choices is not None and value not in choices:
+    if choices is not None and value is not None and value not in choices:
         allowed = ", ".join(map(str, choices))
         raise ConfigError(f"invalid value for trl.{key}: {value!r} is not one of {allowed}")
     adapter = _adapter(hint)

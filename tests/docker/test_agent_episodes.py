@@ -84,7 +84,7 @@ def test_replay_reproduces_an_expert_trajectory_patch(env, instances: list[Insta
 def test_hf_policy_completes_an_episode(env, instances: list[Instance], tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     from swe_srl.core.prompts import build_messages
-    from swe_srl.train.tiny import make_tiny_policy
+    from swe_srl.train.tiny.model import make_tiny_policy
 
     texts = [m["content"] for m in build_messages(instances[0].problem_statement, [("ls", "calc.py")])]
     model = make_tiny_policy(texts, tmp_path / "tiny")

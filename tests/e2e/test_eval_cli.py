@@ -106,7 +106,7 @@ def test_tiny_hf_checkpoint_completes_and_reports(tiny: Path, tmp_path: Path) ->
     pytest.importorskip("transformers")
     from swe_srl.benchmark.instances import load_instances
     from swe_srl.core.prompts import build_messages
-    from swe_srl.train.tiny import make_tiny_policy
+    from swe_srl.train.tiny.model import make_tiny_policy
 
     instance = load_instances(str(tiny))[0]
     texts = [m["content"] for m in build_messages(instance.problem_statement, [("ls", "calc.py")])]

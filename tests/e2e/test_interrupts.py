@@ -211,7 +211,7 @@ def test_stopped_train_leaves_nothing(docker_engine, tmp_path: Path, sig) -> Non
     pytest.importorskip("trl")
     from swe_srl.core.prompts import build_messages
     from swe_srl.train.config import TinyOptions
-    from swe_srl.train.tiny import make_tiny_policy
+    from swe_srl.train.tiny.model import make_tiny_policy
 
     texts = [m["content"] for m in build_messages("Fix the bug", [("ls", "x.py")])]
     init = make_tiny_policy(texts, tmp_path / "init", TinyOptions(slots=False))  # RLVR episodes: plain text

@@ -1,11 +1,12 @@
-"""Renamed copies of training samples (swe_srl.train.augment): test names renamed consistently, nothing else."""
+"""Renamed copies of training samples (swe_srl.train.tiny.augment): test names renamed consistently, nothing else."""
 
 from __future__ import annotations
 
 import random
 
 from swe_srl.train import augment
-from swe_srl.train.augment import (
+from swe_srl.train.config import TinyOptions
+from swe_srl.train.tiny.augment import (
     TEST_NAME,
     library_names,
     name_words,
@@ -17,8 +18,7 @@ from swe_srl.train.augment import (
     swap_library_names,
     swapped_libraries,
 )
-from swe_srl.train.config import TinyOptions
-from swe_srl.train.tiny import warmup_rows
+from swe_srl.train.tiny.model import warmup_rows
 
 SYSTEM = {"role": "system", "content": "Run test_suite_style commands; test_get is a word here."}
 

@@ -28,11 +28,11 @@ def _data_line(config) -> str:
 
 def test_card_names_the_pool_only_when_names_are_swapped():
     assert _data_line(load_config(None, [])) == (
-        "- library names swapped (swe_srl.train.augment) in 100% of the training samples (new names from: stdlib)"
+        "- library names swapped (swe_srl.train.tiny.augment) in 100% of the training samples (new names from: stdlib)"
     )
     assert _data_line(load_config(None, ["swap_pool=train"])).endswith("(new names from: train)")
     plain = _data_line(load_config(None, [], method="sft"))  # the SFT baseline imitates the plain samples
-    assert plain == "- library names swapped (swe_srl.train.augment) in 0% of the training samples"
+    assert plain == "- library names swapped (swe_srl.train.tiny.augment) in 0% of the training samples"
 
 
 def test_card_names_the_mixed_rewards_share():

@@ -19,7 +19,8 @@ def test_yaml_then_overrides(tmp_path: Path):
     path.write_text("advantage: rloo\ntrl:\n  beta: 0.0\n  learning_rate: 1.0e-5\n", encoding="utf-8")
     cfg = load_config(path, ["trl.learning_rate=5e-6", "dynamic_sampling.epsilon=0.05", "lora.enabled=true"])
     assert cfg.advantage == "rloo"
-    assert cfg.trl == {"beta": 0.0, "learning_rate": 5e-6}
+    assert (cfg.trl["beta"], cfg.trl["learning_rate"]) == (0.0, 5e-6)  # over the preset's
+    assert cfg.trl["num_generations"] == 8  # the rest: the cpu-tiny preset's
     assert cfg.dynamic_sampling.epsilon == 0.05 and cfg.lora.enabled
 
 
@@ -141,10 +142,17 @@ def test_pyproject_pins_the_tested_trl_range():
 
 
 def test_presets_are_the_bottom_layer(tmp_path: Path):
+    from swe_srl.train.config import CPU
     from swe_srl.train.presets import REAL_TRL_DEFAULTS
+    from swe_srl.train.tiny.preset import TINY_TRL_DEFAULTS
     from swe_srl.train.trl_options import vllm_available
 
-    assert load_config(None, []).trl == {} and load_config(None, [], preset="cpu-tiny").trl == {}
+    tiny, named = load_config(None, []), load_config(None, [], preset="cpu-tiny")
+    assert (tiny.model, tiny.preset) == (
+        "tiny",
+        "cpu-tiny",
+    ) and tiny == named  # --model tiny, cpu-tiny: the default
+    assert {k: tiny.trl[k] for k in TINY_TRL_DEFAULTS} == TINY_TRL_DEFAULTS  # written out in cfg.trl
     small = load_config(None, [], preset="cpu-small", model="m")
     assert small.trl["max_steps"] == 20 and small.trl["num_generations"] == 4 and small.max_prompt_tokens
     path = tmp_path / "c.yaml"
@@ -154,7 +162,10 @@ def test_presets_are_the_bottom_layer(tmp_path: Path):
     assert layered.trl["max_steps"] == 5 and layered.trl["num_generations"] == 4  # --set over both, rest kept
     paper = load_config(None, ["lora.enabled=true"], preset="paper-gpu")
     assert paper.model == "Qwen/Qwen2.5-Coder-7B-Instruct" and paper.lora.enabled
-    assert {k: paper.trl[k] for k in REAL_TRL_DEFAULTS} == REAL_TRL_DEFAULTS and paper.trl["bf16"] is True
+    device = CPU["trl"] if paper.trl.get("use_cpu") else {}  # the CPU adjustments, applied at load time
+    expected = {**REAL_TRL_DEFAULTS, **device}
+    assert {k: paper.trl[k] for k in REAL_TRL_DEFAULTS} == {k: expected[k] for k in REAL_TRL_DEFAULTS}
+    assert paper.trl["bf16"] is (not device)
     assert paper.trl["use_vllm"] is vllm_available()
     assert load_config(None, [], preset="paper-gpu", model="local/path").model == "local/path"
     with pytest.raises(ConfigError, match="cpu-small trains a small local model: pass --model PATH"):
@@ -168,9 +179,9 @@ def test_explicit_trl_options_beat_the_cpu_adjustments(tmp_path: Path):
     from swe_srl.train.policy import grpo_args
 
     sets = ["trl.report_to=tensorboard", "trl.disable_tqdm=false", "trl.gradient_checkpointing=true"]
-    args = grpo_args(load_config(None, sets, output=str(tmp_path)), tiny=True)
+    args = grpo_args(load_config(None, sets, output=str(tmp_path)))
     assert args.report_to == ["tensorboard"] and args.disable_tqdm is False and args.gradient_checkpointing
-    quiet = grpo_args(load_config(None, [], output=str(tmp_path)), tiny=True)
+    quiet = grpo_args(load_config(None, [], output=str(tmp_path)))
     assert quiet.report_to == [] and quiet.disable_tqdm is True and quiet.gradient_checkpointing is False
 
 
@@ -181,19 +192,19 @@ def test_grpo_config_checks_become_config_errors(tmp_path: Path):
         None, ["trl.num_generations=3", "trl.per_device_train_batch_size=8"], output=str(tmp_path)
     )
     with pytest.raises(ConfigError, match="rejected by trl.GRPOConfig"):
-        grpo_args(cfg, tiny=True)
+        grpo_args(cfg)
 
 
 def test_reward_default_is_mixed_for_the_tiny_model_only():
-    """The tiny model's default reward is the paper's and the layered reward's mean (chosen on dev); real models and
-    effect layers get layered; an explicit --reward always wins."""
+    """The tiny model's default reward is the paper's and the layered reward's mean (chosen on dev); effect layers
+    get layered; real models take the paper preset's (srl); an explicit --reward always wins."""
     assert load_config(None, []).reward == "mixed"
     assert load_config(None, [], reward="srl").reward == "srl"
-    assert load_config(None, [], model="Qwen/Qwen2.5-Coder-7B-Instruct").reward == "layered"
+    assert load_config(None, [], model="Qwen/Qwen2.5-Coder-7B-Instruct").reward == "srl"
     assert load_config(None, [], effect="cached").reward == "layered"
     assert load_config(None, [], reward="layered").reward == "layered"
     assert load_config(None, ["reward=layered"]).reward == "layered"
-    assert load_config(None, [], preset="paper-gpu").reward == "layered"
+    assert load_config(None, [], preset="paper-gpu").reward == "srl"
 
 
 def test_reward_mix_is_checked_and_reaches_the_reward():
@@ -234,7 +245,12 @@ def test_library_names_are_swapped_for_the_tiny_model_only():
     assert load_config(None, ["swap_library_names=0"]).swap_library_names == 0.0
     assert load_config(None, [], model="Qwen/Qwen2.5-Coder-7B-Instruct").swap_library_names == 0.0
     assert load_config(None, [], preset="paper-gpu").swap_library_names == 0.0
-    assert load_config(None, ["swap_library_names=0.5"], model="m").swap_library_names == 0.5
+    with pytest.raises(
+        ConfigError, match="swap_library_names=0.5 swaps the tiny model's training names; m is a real"
+    ):
+        load_config(
+            None, ["swap_library_names=0.5"], model="m"
+        )  # a real start trains on its rows as they are
     assert load_config(None, [], method="sft").swap_library_names == 0.0  # the SFT baseline: plain samples
     assert load_config(None, ["swap_library_names=1"], method="sft").swap_library_names == 1.0
     with pytest.raises(ConfigError, match="swap_library_names"):

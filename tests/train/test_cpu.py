@@ -1,4 +1,4 @@
-"""The tiny policy's CPU runtime (swe_srl.train.cpu): freed memory is reused, not faulted in again."""
+"""The tiny policy's CPU runtime (swe_srl.train.tiny.cpu): freed memory is reused, not faulted in again."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 PROBE = """
 import ctypes, resource, sys
-from swe_srl.train.cpu import keep_freed_memory
+from swe_srl.train.tiny.cpu import keep_freed_memory
 if sys.argv[1] == "keep":
     assert keep_freed_memory()
 libc = ctypes.CDLL(None)
@@ -41,7 +41,7 @@ def test_freed_memory_is_reused_instead_of_faulted_in_again():
 
 def test_tune_cpu_sets_the_torch_threads():
     code = (
-        "import torch; from swe_srl.train.cpu import tune_cpu; tune_cpu(1); print(torch.get_num_threads()); "
+        "import torch; from swe_srl.train.tiny.cpu import tune_cpu; tune_cpu(1); print(torch.get_num_threads()); "
         "tune_cpu(2); print(torch.get_num_threads())"
     )
     cpu_only = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # tune_cpu leaves a CUDA machine's threads alone

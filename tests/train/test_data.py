@@ -14,7 +14,7 @@ from conftest import make_samples  # noqa: E402
 from swe_srl.errors import TrainingError  # noqa: E402
 from swe_srl.train.config import TinyOptions  # noqa: E402
 from swe_srl.train.data import read_samples, split_rows, to_dataset  # noqa: E402
-from swe_srl.train.tiny import make_tiny_policy, sample_texts  # noqa: E402
+from swe_srl.train.tiny.model import make_tiny_policy, sample_texts  # noqa: E402
 
 pytestmark = pytest.mark.train
 

@@ -13,7 +13,7 @@ from swe_srl.core.actions import format_output  # noqa: E402
 from swe_srl.core.prompts import build_messages  # noqa: E402
 from swe_srl.rewards import score_output  # noqa: E402
 from swe_srl.train.heldout import REWARDS, heldout_report, report_table, step_table  # noqa: E402
-from swe_srl.train.tiny import build_tokenizer  # noqa: E402
+from swe_srl.train.tiny.model import build_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.train
 

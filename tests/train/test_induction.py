@@ -1,8 +1,8 @@
-"""Induction steps (swe_srl.train.induction): repeated windows of the prompts, the loss on the repeat only."""
+"""Induction steps (swe_srl.train.tiny.induction): repeated windows of the prompts, the loss on the repeat only."""
 
 from __future__ import annotations
 
-from swe_srl.train.induction import RepeatedSpans
+from swe_srl.train.tiny.induction import RepeatedSpans
 from tests.train.test_augment import _row
 
 

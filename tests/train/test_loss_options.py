@@ -18,7 +18,7 @@ from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.data import read_samples, split_rows  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
 from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch  # noqa: E402
-from swe_srl.train.tiny import turn_weights  # noqa: E402
+from swe_srl.train.tiny.model import turn_weights  # noqa: E402
 
 pytestmark = pytest.mark.train
 
@@ -98,32 +98,32 @@ def test_replay_anchor_pulls_the_policy_to_the_expert_on_uniform_train_samples(
 def test_replay_sampler_passes_over_every_train_row_and_spreads_them_over_the_batch():
     from conftest import make_samples
 
-    from swe_srl.train.replay import ReplaySampler
-    from swe_srl.train.tiny import build_tokenizer, sample_texts
+    from swe_srl.train.anchor import AnchorSampler
+    from swe_srl.train.tiny.model import build_tokenizer, sample_texts
 
     rows = make_samples(3, seed=4)  # 15 rows
 
     def key(row: dict) -> tuple:
         return row["instance_id"], row["step"]
 
-    sampler = ReplaySampler(rows, count=5, seed=0)
+    sampler = AnchorSampler(rows, count=5, seed=0)
     first_pass = [key(r) for _ in range(3) for r in sampler.draw()]
     assert sorted(first_pass) == sorted(key(r) for r in rows)  # every row once before any row twice
-    resumed = ReplaySampler(rows, count=5, seed=1)
-    saved = ReplaySampler(rows, count=5, seed=0)
+    resumed = AnchorSampler(rows, count=5, seed=1)
+    saved = AnchorSampler(rows, count=5, seed=0)
     saved.draw()
     resumed.load_state(saved.state())
     assert [key(r) for r in resumed.draw()] == first_pass[5:10]
     tokenizer = build_tokenizer(sample_texts(rows), 300)
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
-    sampler = ReplaySampler(
+    sampler = AnchorSampler(
         rows, count=2, seed=0, tokenizer=tokenizer, prefix="<think>", max_tokens=16, thought=False
     )
     batch = sampler.batch(8, "cpu")
-    assert batch["replay_row"].tolist() == [1, 0, 0, 0, 1, 0, 0, 0]
+    assert batch["anchor_row"].tolist() == [1, 0, 0, 0, 1, 0, 0, 0]
     assert all(v.shape[0] == 8 for v in batch.values())
-    assert batch["replay_loss_mask"][batch["replay_row"] == 0].sum() == 0
-    assert (batch["replay_prompt_mask"].sum(dim=1) > 1).tolist() == batch["replay_row"].bool().tolist()
+    assert batch["anchor_loss_mask"][batch["anchor_row"] == 0].sum() == 0
+    assert (batch["anchor_prompt_mask"].sum(dim=1) > 1).tolist() == batch["anchor_row"].bool().tolist()
 
 
 def test_sft_targets_take_the_expert_thought_only_where_the_policy_writes_one():

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from swe_srl.train.data import read_samples  # noqa: E402
-from swe_srl.train.tiny import build_tokenizer, sample_texts  # noqa: E402
+from swe_srl.train.tiny.model import build_tokenizer, sample_texts  # noqa: E402
 
 pytestmark = pytest.mark.train
 

@@ -94,7 +94,7 @@ def test_rlvr_bench_plays_the_same_episodes_one_and_several_at_a_time(tmp_path):
         pytest.skip(f"no Docker engine answers: {exc}")
     from swe_srl.core.prompts import build_messages
     from swe_srl.train.config import TinyOptions
-    from swe_srl.train.tiny import make_tiny_policy
+    from swe_srl.train.tiny.model import make_tiny_policy
 
     texts = [m["content"] for m in build_messages("Fix the bug", [("ls", "x.py")])]
     plain = TinyOptions(slots=False)  # RLVR episodes are plain text

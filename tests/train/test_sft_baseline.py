@@ -17,8 +17,8 @@ from swe_srl.cli.app import app  # noqa: E402
 from swe_srl.errors import ConfigError, TrainingError  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.launch import run_sft  # noqa: E402
-from swe_srl.train.presets import TINY_TRL_DEFAULTS  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
+from swe_srl.train.tiny.preset import TINY_TRL_DEFAULTS  # noqa: E402
 
 pytestmark = pytest.mark.train
 

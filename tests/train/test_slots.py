@@ -16,23 +16,24 @@ pytest.importorskip("trl")
 from conftest import TINY, StandInReward, make_samples  # noqa: E402
 
 from swe_srl.agent.models import HFPolicy  # noqa: E402
-from swe_srl.core.slots import (  # noqa: E402
-    TOKENS,
-    policy_action,
-    policy_outputs,
-    policy_rows,
-    slot_names,
-    slotted,
-    unslot,
-    uses_slots,
-)
 from swe_srl.errors import TrainingError  # noqa: E402
 from swe_srl.rewards import score_output  # noqa: E402
-from swe_srl.rewards.trl import UnslottedReward  # noqa: E402
 from swe_srl.train.config import TinyOptions, load_config  # noqa: E402
 from swe_srl.train.heldout import greedy_outputs  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
-from swe_srl.train.tiny import build_model, build_tokenizer, format_warmup, sample_texts  # noqa: E402
+from swe_srl.train.tiny.model import build_model, build_tokenizer, format_warmup, sample_texts  # noqa: E402
+from swe_srl.train.tiny.slots import (  # noqa: E402
+    TOKENS,
+    SlotView,
+    UnslottedReward,
+    policy_action,
+    slot_names,
+    slotted,
+    unslot,
+    unslotted_outputs,
+    uses_slots,
+    view_of,
+)
 
 pytestmark = pytest.mark.train
 
@@ -126,9 +127,9 @@ def _packages(rows, slots: bool, save: Path | None = None) -> tuple[list[str], l
     assert uses_slots(tokenizer) is slots
     model = build_model(tokenizer, options)
     format_warmup(model, tokenizer, train, options)
-    shown = policy_rows(test, tokenizer)
+    shown = view_of(tokenizer).rows(test)
     raw = greedy_outputs(model, tokenizer, [r["prompt"] for r in shown], 24, 8, "<think>")
-    outputs = policy_outputs(raw, shown)
+    outputs = unslotted_outputs(raw, shown)
     if save is not None:
         model.save_pretrained(save)
         tokenizer.save_pretrained(save)
@@ -141,9 +142,10 @@ def test_a_slotted_tiny_model_writes_a_held_out_name_the_plain_one_cannot(tmp_pa
     written, outputs = _packages(rows, slots=True, save=tmp_path / "slotted")
     assert written and set(written) == {"pkg7"}, outputs  # every package it names is the test instance's own
     # the agent's policy (`swe-srl eval --policy hf:DIR`, episodes) reads and writes the same way
-    policy = HFPolicy(str(tmp_path / "slotted"), max_new_tokens=24)
+    # (the CLI injects the tiny view: `view_of` is plain for any model without slot tokens)
+    policy = HFPolicy(str(tmp_path / "slotted"), max_new_tokens=24, view_for=view_of)
     test = [r["prompt"] for r in rows if r["split"] == "test"]
-    assert policy.slots and policy.generate_batch(test) == outputs
+    assert isinstance(policy.view, SlotView) and policy.generate_batch(test) == outputs
     written, outputs = _packages(rows, slots=False)
     assert written and "pkg7" not in written, outputs  # it names train packages it memorised
 

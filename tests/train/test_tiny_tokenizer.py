@@ -9,7 +9,7 @@ pytest.importorskip("transformers")
 from transformers import AutoTokenizer  # noqa: E402
 
 from swe_srl.train.config import TinyOptions  # noqa: E402
-from swe_srl.train.tiny import build_tokenizer, make_tiny_policy  # noqa: E402
+from swe_srl.train.tiny.model import build_tokenizer, make_tiny_policy  # noqa: E402
 
 TEXTS = [
     "Besides the usual tools, a file editor is available:\n  str_replace_editor view PATH\n",

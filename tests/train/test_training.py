@@ -143,20 +143,20 @@ def test_lora_trains_adapters_only_in_srl_and_rlvr(samples_file: Path, tmp_path:
 
 
 def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, tmp_path: Path):
-    """--model (a local HF checkpoint): the paper's TRL defaults apply (lr 5e-6 cosine to 1e-6, β 0.05, 8
-    generations, clip 1.0) unless overridden, prompts are not cut to the tiny context, and training runs."""
+    """--model (a local HF checkpoint): the paper preset's TRL values apply (lr 5e-7 constant, β 0, 8 generations,
+    clip 1.0) unless overridden, prompts are not cut to the tiny context, and training runs."""
     from swe_srl.train.config import TinyOptions
     from swe_srl.train.data import read_samples
     from swe_srl.train.policy import grpo_args
     from swe_srl.train.run import build_trainer
-    from swe_srl.train.tiny import make_tiny_policy, sample_texts
+    from swe_srl.train.tiny.model import make_tiny_policy, sample_texts
 
     plain = TinyOptions(slots=False)  # a stand-in for a real checkpoint: no slot tokens
     model = make_tiny_policy(sample_texts(read_samples(samples_file)), tmp_path / "hf-model", plain)
     cfg = load_config(None, [], model=str(model), samples=str(samples_file), output=str(tmp_path / "a"))
-    args = grpo_args(cfg, tiny=False)
-    assert (args.learning_rate, args.beta, args.num_generations, args.max_grad_norm) == (5e-6, 0.05, 8, 1.0)
-    assert args.lr_scheduler_kwargs == {"min_lr": 1e-6} and args.max_completion_length == 512
+    args = grpo_args(cfg)
+    assert (args.learning_rate, args.beta, args.num_generations, args.max_grad_norm) == (5e-7, 0.0, 8, 1.0)
+    assert args.lr_scheduler_type == "constant" and args.max_completion_length == 512
 
     small = [
         "trl.num_generations=4",
@@ -186,13 +186,14 @@ def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, t
     first = next(
         json.loads(x) for x in (tmp_path / "b" / "metrics.jsonl").read_text().splitlines() if "reward" in x
     )
-    assert 1e-6 <= first["learning_rate"] <= 5e-6
-    # swap_library_names: GRPO trains on the samples with each library's own names swapped for another's
+    assert first["learning_rate"] == 5e-7
+    # swap_library_names (the tiny start's, here an --init of the tiny checkpoint): GRPO trains on the samples with
+    # each library's own names swapped for another's
     rows = [r for r in read_samples(samples_file) if r.get("split") != "test"]
     swap = load_config(
         None,
         [*small, "swap_library_names=1.0"],
-        model=str(model),
+        init=str(model),
         samples=str(samples_file),
         output=str(tmp_path / "d"),
     )

@@ -13,11 +13,11 @@ pytest.importorskip("trl")
 from conftest import TINY, StandInReward  # noqa: E402
 
 from swe_srl.errors import ConfigError  # noqa: E402
-from swe_srl.train.config import load_config  # noqa: E402
+from swe_srl.train.config import load_config, start_of  # noqa: E402
 from swe_srl.train.data import read_samples, split_rows  # noqa: E402
 from swe_srl.train.launch import run_sft  # noqa: E402
-from swe_srl.train.policy import warmup_split  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
+from swe_srl.train.tiny.start import warmup_split  # noqa: E402
 
 pytestmark = pytest.mark.train
 
@@ -46,7 +46,7 @@ def test_the_split_keeps_instances_whole_and_is_the_same_every_time() -> None:
     assert {r["instance_id"] for r in warm} <= {r["instance_id"] for r in wider}  # a larger share only adds
     assert warmup_split(load_config(None, ["tiny.warmup_share=1"]), rows) == (rows, rows)
     real = load_config(None, ["tiny.warmup_share=0.5"], model="some/model")
-    assert warmup_split(real, rows) == (rows, rows)  # a real model has no warm-up: it trains on every row
+    assert start_of(real).warmup_split(real, rows) == (rows, rows)  # a real model has no warm-up: every row
     init = load_config(None, ["tiny.warmup_share=0.5"], init="runs/srl/final")
     assert warmup_split(init, rows) == (rows, rows)  # nor does a given checkpoint
 

@@ -275,7 +275,7 @@ def test_openai_policy_names_an_unreachable_server() -> None:
 def test_hf_policy_answers_in_the_training_format(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     from swe_srl.core.prompts import build_messages
-    from swe_srl.train.tiny import make_tiny_policy
+    from swe_srl.train.tiny.model import make_tiny_policy
 
     messages = build_messages("Fix the bug in x.py", [("ls", "x.py")])
     texts = [m["content"] for m in messages] + [format_output("look around", "grep -n bug x.py")]
@@ -292,7 +292,7 @@ def test_hf_policy_answers_in_the_training_format(tmp_path: Path) -> None:
 def test_hf_policy_answers_a_batch_in_one_generate(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     from swe_srl.core.prompts import build_messages
-    from swe_srl.train.tiny import make_tiny_policy
+    from swe_srl.train.tiny.model import make_tiny_policy
 
     short = build_messages("Fix the bug in x.py", [])
     long = build_messages("Fix the bug in x.py", [("ls", "x.py"), ("cat x.py", "a = 1")])

@@ -1,4 +1,5 @@
-"""Slotted names: how the tiny policy copies names it has never seen (``tiny.slots``).
+"""Slotted names: how the tiny policy copies names it has never seen (``tiny.slots``), and its view
+(:class:`SlotView`: rows, targets, outputs and rewards through slots).
 
 A small model trained from scratch on two libraries writes the names it memorised there (``toolz/itertoolz.py``,
 ``tests/test_parse.py::test_datetimes``) and copies none from its prompt, so on a held-out library every path and test
@@ -22,11 +23,14 @@ import builtins
 import json
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from swe_srl.core.view import Messages, PlainView
+from swe_srl.rewards.trl import MappedReward
+
 GENERIC = frozenset(keyword.kwlist) | frozenset(dir(builtins))
-"""Python's own words: never a slot (nor a renamed name: :mod:`swe_srl.train.augment`)."""
+"""Python's own words: never a slot (nor a renamed name: :mod:`swe_srl.train.tiny.augment`)."""
 SLOTS = 32
 """Slot tokens ``<n0>`` … ``<n31>``; a prompt's names past the 32nd stay as they are."""
 TOKENS = tuple(f"<n{i}>" for i in range(SLOTS))
@@ -118,11 +122,44 @@ def uses_slots(tokenizer: Any) -> bool:
     return TOKENS[0] in tokenizer.get_vocab()
 
 
-def policy_rows(rows: Sequence[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
-    """``rows`` as the policy of ``tokenizer`` reads them: slotted for a slotted policy, else as they are."""
-    return [slotted(r) for r in rows] if uses_slots(tokenizer) else list(rows)
-
-
-def policy_outputs(outputs: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
+def unslotted_outputs(outputs: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
     """The policy's ``outputs`` on ``rows`` as the reward scores them (slots mapped back; unchanged for plain rows)."""
     return [unslot(o, r.get("slots")) for o, r in zip(outputs, rows, strict=True)]
+
+
+class UnslottedReward(MappedReward):
+    """For a slotted policy: each completion's slots are mapped back to its row's names (the ``slots`` column)."""
+
+    def rewrite(self, text: str, k: int, columns: Mapping[str, Any]) -> str:
+        slots = columns.get("slots")
+        return unslot(text, slots[k] if slots else None)
+
+
+class SlotView(PlainView):
+    """A slotted policy's view: it reads slotted prompts and writes slots, mapped back before any reward."""
+
+    def rows(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [slotted(r) for r in rows]
+
+    def action(self, row: dict[str, Any]) -> str:
+        return policy_action(row)
+
+    def outputs(self, outputs: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
+        return unslotted_outputs(outputs, rows)
+
+    def reward(self, reward: Any) -> Any:
+        return UnslottedReward(reward)
+
+    def show(self, messages: Sequence[dict[str, Any]]) -> tuple[Messages, Any]:
+        return slot_messages(messages)
+
+    def read(self, text: str, shown: Any) -> str:
+        return unslot(text, shown)
+
+    def refuse_plain_episodes(self) -> str | None:
+        return "it is a slotted policy (tiny.slots: it reads and writes slot tokens)"
+
+
+def view_of(tokenizer: Any) -> PlainView:
+    """The view of a policy with ``tokenizer``: :class:`SlotView` when it holds the slot tokens, else plain."""
+    return SlotView() if uses_slots(tokenizer) else PlainView()

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from swe_srl.core.slots import GENERIC
+from swe_srl.train.tiny.slots import GENERIC
 
 SwapPool = Literal["train", "stdlib"]
 """Where a swap draws its new names: ``train`` (another train library's) or ``stdlib`` (:func:`stdlib_names`)."""

@@ -9,8 +9,8 @@ lighter next-token loss on the prompt's own tokens (``tiny.warmup_prompt_weight`
 that teaches it to read the prompt, and the expert's earlier actions in the prompt at ``tiny.warmup_history_weight``
 (multi-turn SFT: every turn of the history is a target too), optionally on renamed copies of the samples
 (``tiny.warmup_renamed_copies``) or with library names swapped (``tiny.warmup_swap``; both
-:mod:`swe_srl.train.augment`) and after and between induction steps (repeated spans: ``tiny.induction_steps``,
-``tiny.induction_every``, :mod:`swe_srl.train.induction`). Without a warm-up
+:mod:`swe_srl.train.tiny.augment`) and after and between induction steps (repeated spans: ``tiny.induction_steps``,
+``tiny.induction_every``, :mod:`swe_srl.train.tiny.induction`). Without a warm-up
 (``tiny.warmup_steps=0``) SRL from random init still raises the sampled reward, but greedy decoding stays degenerate
 (it repeats ``</think>``), so the held-out greedy evaluation would sit at −1.
 """
@@ -25,13 +25,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
-from swe_srl.core.slots import TOKENS, policy_action, policy_rows, slotted
 from swe_srl.paths import atomic_write_text
-from swe_srl.train.augment import pooled_copies, renamed_copies, swapped_libraries
-from swe_srl.train.config import TinyOptions
 from swe_srl.train.fitting import fit_rows
-from swe_srl.train.induction import RepeatedSpans
+from swe_srl.train.options import TinyOptions
 from swe_srl.train.sft import completion_nll, pad_left, sft_target, target_batch
+from swe_srl.train.tiny.augment import pooled_copies, renamed_copies, swapped_libraries
+from swe_srl.train.tiny.induction import RepeatedSpans
+from swe_srl.train.tiny.slots import TOKENS, policy_action, slotted, view_of
 
 EOS, PAD, IM_START = "<|im_end|>", "<|endoftext|>", "<|im_start|>"
 CHAT_TEMPLATE = (
@@ -44,7 +44,7 @@ CHAT_TEMPLATE = (
 
 def build_tokenizer(texts: Iterable[str], vocab_size: int, slots: bool = False):
     """Train a byte-level BPE on ``texts``; ``<think>``/``</think>`` are single (non-special) tokens, and so are the
-    slot tokens ``<n0>`` … with ``slots`` (:mod:`swe_srl.core.slots`).
+    slot tokens ``<n0>`` … with ``slots`` (:mod:`swe_srl.train.tiny.slots`).
 
     Returned as ``AutoTokenizer`` loads it from a Qwen2 model directory (:func:`as_saved`), so that the warm-up
     tokenizes exactly as the trainer, the evaluation and every later user of the saved model do."""
@@ -141,7 +141,7 @@ def warmup_examples(rows: list[dict], tokenizer, max_prompt_tokens: int, max_com
 
 def warmup_rows(rows: list[dict], options: TinyOptions) -> list[dict]:
     """The warm-up's samples: ``rows`` with the renamed copies, the swapped share (new names from
-    ``warmup_swap_pool``) and the standard-library copies the options ask for (:mod:`swe_srl.train.augment`)."""
+    ``warmup_swap_pool``) and the standard-library copies the options ask for (:mod:`swe_srl.train.tiny.augment`)."""
     rows = renamed_copies(rows, options.warmup_renamed_copies, seed=options.seed)
     rows = swapped_libraries(rows, options.warmup_swap, seed=options.seed, pool=options.warmup_swap_pool)
     return pooled_copies(rows, options.warmup_pool_copies, seed=options.seed)
@@ -162,11 +162,11 @@ def format_warmup(
     ``lr_factor(step)`` replaces the rate's linear ramp (``warmup_ramp``); ``on_step(step, loss)`` is called after
     each step (1-based; a probe may decode there, leaving the model in training mode). ``options.induction_steps``
     induction steps come first and ``options.induction_every`` adds one after every K warm-up steps
-    (:class:`~swe_srl.train.induction.RepeatedSpans` over the warm-up prompts, at the warm-up's rate)."""
+    (:class:`~swe_srl.train.tiny.induction.RepeatedSpans` over the warm-up prompts, at the warm-up's rate)."""
 
     import torch
 
-    rows = policy_rows(warmup_rows(rows, options), tokenizer)  # slotted for a slotted tokenizer
+    rows = view_of(tokenizer).rows(warmup_rows(rows, options))  # slotted for a slotted tokenizer
     examples = warmup_examples(rows, tokenizer, options.max_prompt_tokens, options.warmup_target_tokens)
     if not examples:
         return []
@@ -256,9 +256,24 @@ def make_tiny_policy(
 
 def sample_texts(rows: Iterable[dict], slots: bool = False) -> Iterable[str]:
     """Every message and action text of the samples as the policy reads and writes them (``slots``: slotted,
-    :mod:`swe_srl.core.slots`), to train the tokenizer on."""
+    :mod:`swe_srl.train.tiny.slots`), to train the tokenizer on."""
     for row in map(slotted, rows) if slots else rows:
         for message in row["prompt"]:
             yield message["content"]
         yield policy_action(row)
         yield row.get("expert_thought", "")
+
+
+def is_tiny_checkpoint(path: str | Path) -> bool:
+    """Whether ``path`` holds the tiny model or a checkpoint trained from it: its saved tokenizer carries
+    :data:`CHAT_TEMPLATE` (every save of the tokenizer keeps it: ``final/``, ``checkpoint-N/``, ``tiny-model/``)."""
+    directory = Path(path)
+    template = directory / "chat_template.jinja"
+    if template.is_file():
+        return template.read_text(encoding="utf-8") == CHAT_TEMPLATE
+    config = directory / "tokenizer_config.json"
+    try:
+        saved = json.loads(config.read_text(encoding="utf-8")).get("chat_template")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return saved == CHAT_TEMPLATE

@@ -5,7 +5,7 @@ on a few hundred samples does not, and the tiny policy recalls the train split's
 problem's. Each induction sequence is a window of a train prompt, other prompt text, then the same window again,
 with the loss on the repeat after its first token (the only tokens the context fully determines). ``tiny.induction_
 steps`` of them run before the format warm-up, and ``tiny.induction_every`` interleaves one after every K warm-up
-steps so the warm-up does not train the circuit away (:func:`swe_srl.train.tiny.format_warmup`).
+steps so the warm-up does not train the circuit away (:func:`swe_srl.train.tiny.model.format_warmup`).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from swe_srl.errors import TaskError
 from swe_srl.eval.report import summary_tables
 from swe_srl.eval.run import EvalSettings, evaluate
 from swe_srl.infra.sources import select_image_source
+from swe_srl.train.tiny.slots import view_of
 
 
 def register(app: typer.Typer) -> None:
@@ -51,7 +52,7 @@ def register(app: typer.Typer) -> None:
                                 temperature=temperature, oracle_files=oracle_files or oracle_window is not None,
                                 oracle_window=oracle_window,
                                 repos_dir=str(repos_dir) if repos_dir else None, grade_timeout_s=timeout,
-                                direct=direct_patch)  # fmt: skip
+                                direct=direct_patch, view_for=view_of)  # fmt: skip
         ids = [i.strip() for i in instances.split(",") if i.strip()]
         every = load_instances(dataset)
         if not every:

@@ -14,7 +14,9 @@ from swe_srl.train.config import load_config
 
 def train(
     oracle_files: bool = typer.Option(False, "--oracle-files", help="Prompts include the oracle files."),
-    model: str | None = typer.Option(None, "--model", help="HF id or path (default: tiny in-process model)."),
+    model: str | None = typer.Option(
+        None, "--model", help="tiny (the default: the embedded CPU demo model), or an HF id or path."
+    ),
     samples: Path | None = typer.Option(None, "--samples", help="Step samples JSONL (swe-srl decompose)."),
     trajectories: list[str] | None = typer.Option(None, "--trajectories", help="Trajectory files / HF ids."),
     tasks: str | None = typer.Option(None, "--tasks", help="Task set (oracle files, RLVR episodes)."),
@@ -25,7 +27,8 @@ def train(
     preset: str | None = typer.Option(
         None,
         "--preset",
-        help="Starting config: cpu-tiny (default), cpu-small (--model PATH on CPU), paper-gpu.",
+        help="Starting config (default: the start's own: cpu-tiny for tiny, paper for a real model): cpu-tiny, "
+        "cpu-small (--model PATH on CPU), paper, paper-lora.",
     ),
     config: Path | None = typer.Option(None, "--config", help="YAML config file (over the preset)."),
     overrides: list[str] | None = typer.Option(None, "--set", help="Dotted override, e.g. trl.beta=0."),
@@ -45,14 +48,16 @@ def train(
         min=0,
         help="Run N times with seeds 0..N-1 into OUTPUT/seed-K; OUTPUT/seeds.json aggregates.",
     ),
-    init: str | None = typer.Option(None, "--init", help="Checkpoint to start from (rlvr: the SRL model)."),
+    init: str | None = typer.Option(
+        None, "--init", help="Checkpoint to start from (rlvr: the SRL model); its defaults follow what it is."
+    ),
     allow_eval_instances: bool = typer.Option(
         False, "--allow-eval-instances", help="Train on SWE-bench Verified/Lite/test instances anyway."
     ),
 ) -> None:
     """Train a policy with SRL on expert step samples (TRL GRPO + dynamic sampling)."""
 
-    if model:  # before the training stack loads: one line, not a transformers traceback
+    if model and model != "tiny":  # before the training stack loads: one line, not a transformers traceback
         check_model_ref(model, "--model")
     from swe_srl.train.launch import run_method, run_seeds  # the training stack: torch, transformers, trl
 

@@ -70,6 +70,9 @@ class EvalSettings:
     grade_timeout_s: float = 1800.0
     direct: bool = False
     """gold/empty: grade ``instance.patch`` / ``""`` directly, without an episode."""
+    view_for: Callable[[Any], Any] | None = None
+    """``hf:`` policies: their view from their tokenizer (``HFPolicy``'s ``view_for``; the CLI passes the tiny
+    model's, which is plain for every other model). A module-level function, so that the settings stay picklable."""
 
     def __post_init__(self) -> None:
         if self.direct and self.policy not in ("gold", "empty"):
@@ -94,7 +97,8 @@ def policy_for(settings: EvalSettings):
 
     def build():
         return make_policy(settings.policy, base_url=settings.base_url, model=settings.model,
-                           max_new_tokens=settings.max_new_tokens, temperature=settings.temperature)  # fmt: skip
+                           max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
+                           view_for=settings.view_for)  # fmt: skip
 
     if not settings.in_process_model:
         return build()
@@ -214,7 +218,8 @@ def evaluate(
     missing = {i.instance_id: _unfinished(i, NO_PREDICTION, "no patch for it in the predictions file")
                for i in instances if preds is not None and i.instance_id not in preds}  # fmt: skip
     todo = [i for i in instances if i.instance_id not in done and i.instance_id not in missing]
-    meta = {"dataset": dataset, "oracle": settings.oracle, "settings": asdict(settings), "resumed": len(done)}
+    shown = {k: v for k, v in asdict(settings).items() if k != "view_for"}
+    meta = {"dataset": dataset, "oracle": settings.oracle, "settings": shown, "resumed": len(done)}
     records: dict[str, dict] = {
         i.instance_id: done[i.instance_id] for i in instances if i.instance_id in done
     }

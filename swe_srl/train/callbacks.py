@@ -74,17 +74,15 @@ class HeldOutEvalCallback(TrainerCallback):
         self.history: list[tuple[int, float]] = []
 
     def _run(self, state, model, tokenizer) -> None:
-        if (
-            not self.rows
-            or not state.is_world_process_zero
-            or any(s == state.global_step for s, _ in self.history)
-        ):
+        """Every process decodes its share (a sharded model needs them all); the first one writes the record."""
+        if not self.rows or any(s == state.global_step for s, _ in self.history):
             return
         value = greedy_eval(
             model, tokenizer, self.rows, self.reward_func, self.max_new_tokens, self.batch_size
         )
         self.history.append((state.global_step, value))
-        self.metrics.write({"step": state.global_step, "eval/mean_reward": value})
+        if state.is_world_process_zero:
+            self.metrics.write({"step": state.global_step, "eval/mean_reward": value})
 
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
         if self.every:
@@ -96,6 +94,18 @@ class HeldOutEvalCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         self._run(state, model, processing_class)
+
+
+class TrainBeginCallback(TrainerCallback):
+    """``value = compute()`` once, when training begins: after the model is prepared (sharded, on its devices) and a
+    resumed checkpoint loaded, before the first step; every process calls it."""
+
+    def __init__(self, compute) -> None:
+        self.compute, self.value = compute, None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.value is None:
+            self.value = self.compute()
 
 
 class RichProgressCallback(TrainerCallback):

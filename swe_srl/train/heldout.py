@@ -30,7 +30,42 @@ STEP_ROWS = 8
 def greedy_outputs(
     model, tokenizer, prompts: Sequence[list[dict]], max_new_tokens: int, batch_size: int, prefix: str
 ) -> list[str]:
-    """The whole text the reward scores (``prefix`` the generation prompt wrote + the greedy completion), per prompt."""
+    """The whole text the reward scores (``prefix`` the generation prompt wrote + the greedy completion), per prompt.
+
+    Under several processes (``torch.distributed`` initialized) every rank decodes its share of the prompts
+    (``rank::world``) and all ranks get every output: every process must call it. Each rank makes the same number
+    of ``generate`` calls (a short share repeats its last prompt), as a sharded model's collectives need."""
+    world, rank = _world()
+    if world == 1 or not prompts:
+        return _decode(model, tokenizer, prompts, max_new_tokens, batch_size, prefix)
+    import torch.distributed as dist
+
+    mine = list(range(rank, len(prompts), world)) or [0]
+    share = -(-len(prompts) // world)
+    mine += mine[-1:] * (share - len(mine))
+    outputs = _decode(model, tokenizer, [prompts[i] for i in mine], max_new_tokens, batch_size, prefix)
+    gathered: list[list[str]] = [[] for _ in range(world)]
+    dist.all_gather_object(gathered, outputs)
+    merged: list[str] = [""] * len(prompts)
+    for r, theirs in enumerate(gathered):
+        for i, text in zip(range(r, len(prompts), world), theirs, strict=False):
+            merged[i] = text
+    return merged
+
+
+def _world() -> tuple[int, int]:
+    """(processes, this one's rank): (1, 0) outside ``torch.distributed``."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size(), dist.get_rank()
+    return 1, 0
+
+
+def _decode(
+    model, tokenizer, prompts: Sequence[list[dict]], max_new_tokens: int, batch_size: int, prefix: str
+) -> list[str]:
+    """Greedy completions of ``prompts`` in batches of ``batch_size`` (left-padded) on this process."""
     import torch
 
     was_training, side = model.training, tokenizer.padding_side

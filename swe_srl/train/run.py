@@ -21,6 +21,7 @@ from swe_srl.train.callbacks import (
     HeldOutEvalCallback,
     MetricsCallback,
     RichProgressCallback,
+    TrainBeginCallback,
     plot_metrics,
     read_metrics,
 )
@@ -282,9 +283,11 @@ def run_training(
     budget, tokenizer = trainer.fit_prompt_tokens, trainer.processing_class
     policy_test = trainer.view.rows(test_rows)  # as the policy reads them (slotted for a slotted one)
     fitted_test = fit_rows(policy_test, budget, tokenizer) if budget else policy_test
-    initial_outputs = heldout_outputs(config, trainer, fitted_test)
+    initial = TrainBeginCallback(lambda: heldout_outputs(config, trainer, fitted_test))
+    trainer.add_callback(initial)
     start = snapshot(trainer.model) if config.wise_ft < 1 else {}
     trainer.train(resume_from_checkpoint=checkpoint)
+    initial_outputs = initial.value
     apply_wise(trainer.model, start, config.wise_ft)  # final/ (not the checkpoints) is the WiSE-FT mix
     trainer.save_model(str(out / "final"))
     trainer.processing_class.save_pretrained(str(out / "final"))

@@ -10,7 +10,9 @@ Wrappers rewrite each completion before a reward function scores it (``MappedRew
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from swe_srl.core.actions import THINK_OPEN
@@ -47,6 +49,8 @@ class SRLReward:
     back to the default executable set and says so), else the effect evaluator's ``step_inputs`` when it has one
     (``SandboxEffect``). With neither, every step is judged against ``commands.DEFAULT_EXECUTABLES`` with its
     created files unknown. ``last_components`` holds the components of every completion of the last call.
+    With an effect evaluator a batch is scored in parallel across its instances (``max_workers`` threads at
+    most): each instance gets its own copy of the evaluator, kept warm while the batches name that instance.
     """
 
     def __init__(
@@ -57,6 +61,7 @@ class SRLReward:
         fuzzy: bool = False,
         effect: EffectEvaluator | None = None,
         inputs: StepInputsFn | None = None,
+        max_workers: int = 32,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"reward mode={mode!r}: choose one of {', '.join(MODES)}")
@@ -77,33 +82,73 @@ class SRLReward:
         self.last_components: list[dict[str, float]] = []
         self.last_format_errors: list[str | None] = []
         self._inputs: dict[tuple, dict[str, frozenset[str] | None]] = {}
+        self._evaluators: dict[Any, Any] = {}  # instance id → its effect evaluator copy (parallel scoring)
+        self.max_workers = max_workers
 
     def __call__(
         self, prompts: Sequence[Any], completions: Sequence[Any], expert_action: Sequence[str], **columns: Any
     ) -> list[float]:
         if len(completions) != len(expert_action):
             raise ConfigError(f"{len(completions)} completions but {len(expert_action)} expert_action values")
-        results = []
-        for i, (completion, expert) in enumerate(zip(completions, expert_action, strict=True)):
-            where = tuple(_at(columns.get(c), i) for c in ("instance_id", "trajectory_hash", "step"))
-            results.append(
-                score_output(
-                    completion_text(completion),
-                    expert,
-                    mode=self.mode,  # type: ignore[arg-type]
-                    weights=self.weights,
-                    effect=self.effect,
-                    fuzzy=self.fuzzy,
-                    instance_id=where[0],
-                    trajectory_hash=where[1],
-                    step=where[2],
-                    **self._syntax_inputs(where),
-                )
+        wheres = [tuple(_at(columns.get(c), i) for c in ("instance_id", "trajectory_hash", "step")) for i in
+                  range(len(completions))]  # fmt: skip
+
+        def score(i: int) -> Any:
+            where = wheres[i]
+            return score_output(
+                completion_text(completions[i]),
+                expert_action[i],
+                mode=self.mode,  # type: ignore[arg-type]
+                weights=self.weights,
+                effect=self._effect_for(where[0]),
+                fuzzy=self.fuzzy,
+                instance_id=where[0],
+                trajectory_hash=where[1],
+                step=where[2],
+                **self._syntax_inputs(where),
             )
+
+        results = self._score_by_instance(score, [w[0] for w in wheres])
         self.last_components = [dict(r.components) for r in results]
         self.last_format_errors = [r.format_error for r in results]
         self._log(columns)
         return [r.total for r in results]
+
+    def _score_by_instance(self, score: Callable[[int], Any], instance_ids: list[Any]) -> list[Any]:
+        """``score(i)`` for every completion; with an effect evaluator, the instances in parallel (one thread and one
+        evaluator copy, so one warm container, per instance; an instance's completions one after another)."""
+        groups: dict[Any, list[int]] = {}
+        for i, iid in enumerate(instance_ids):
+            groups.setdefault(iid, []).append(i)
+        if self.effect is None or len(groups) < 2:
+            return [score(i) for i in range(len(instance_ids))]
+        self._keep_evaluators(set(groups))
+        results: list[Any] = [None] * len(instance_ids)
+        with ThreadPoolExecutor(max_workers=min(len(groups), self.max_workers)) as pool:
+            scored_groups = list(pool.map(lambda g: [score(i) for i in g], groups.values()))
+            for group, scored in zip(groups.values(), scored_groups, strict=True):
+                for i, result in zip(group, scored, strict=True):
+                    results[i] = result
+        return results
+
+    def _effect_for(self, instance_id: Any) -> EffectEvaluator | None:
+        """The effect evaluator of ``instance_id``'s completions: its own copy (its own warm container) when the
+        batch is scored in parallel, else the shared one."""
+        if self.effect is None or instance_id not in self._evaluators:
+            return self.effect
+        return self._evaluators[instance_id]
+
+    def _keep_evaluators(self, instance_ids: set[Any]) -> None:
+        """One evaluator copy per instance of this batch (kept warm for the next); the others' containers close, so
+        the warm containers are the step's instances."""
+        for iid in list(self._evaluators):
+            if iid not in instance_ids:
+                closing = getattr(self._evaluators.pop(iid), "close", None)
+                if callable(closing):
+                    closing()
+        for iid in instance_ids:
+            if iid not in self._evaluators:
+                self._evaluators[iid] = copy.copy(self.effect)
 
     def _syntax_inputs(self, where: tuple) -> dict[str, frozenset[str] | None]:
         """The syntax layer's ``executables`` / ``created_files`` of a located step, from :attr:`inputs`; none

@@ -36,6 +36,13 @@ def adapter_base(model: str) -> str | None:
     return str(base)
 
 
+def model_device() -> str:
+    """Where a local policy runs: ``cuda`` when a GPU is visible, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def _has_tokenizer(model: str) -> bool:
     path = Path(model).expanduser()
     return not path.is_dir() or any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
@@ -114,6 +121,7 @@ class HFPolicy:
             raise PolicyError(
                 f"model {model!r} has no chat template; save the tokenizer with the one used in training"
             )
+        self.model.to(model_device())  # the GPU when there is one
         self.model.eval()
         self.view = view_for(self.tokenizer) if view_for is not None else PLAIN  # how it reads and writes
         self.name = f"hf:{model}"

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from swe_srl.agent.batching import BatchingPolicy
 from swe_srl.agent.loop import AgentConfig, run_episode
 from swe_srl.agent.policies import check_policy_spec, make_policy
 from swe_srl.benchmark.instances import Instance
@@ -105,7 +106,7 @@ def policy_for(settings: EvalSettings):
     key = (settings.policy, settings.max_new_tokens, settings.temperature)
     with _POLICIES_LOCK:
         if key not in _POLICIES:
-            _POLICIES[key] = build()
+            _POLICIES[key] = BatchingPolicy(build())  # the threads' turns in one generate
         return _POLICIES[key]
 
 

@@ -54,6 +54,13 @@ def train(
     allow_eval_instances: bool = typer.Option(
         False, "--allow-eval-instances", help="Train on SWE-bench Verified/Lite/test instances anyway."
     ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Write OUTPUT/config.yaml and print the per-GPU memory plan; load nothing."
+    ),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="--dry-run: GPUs (processes) the run will use."),
+    gpu_memory: float = typer.Option(
+        80.0, "--gpu-memory", help="--dry-run: each card's memory in GiB, as nvidia-smi reports it."
+    ),
 ) -> None:
     """Train a policy with SRL on expert step samples (TRL GRPO + dynamic sampling)."""
 
@@ -64,9 +71,7 @@ def train(
     sets = list(overrides or [])
     sets += [f"trl.max_steps={max_steps}"] if max_steps is not None else []
     sets += ["lora.enabled=true"] if lora else []
-    cfg = load_config(
-        config,
-        sets,
+    values = dict(
         preset=preset,
         oracle_files=oracle_files or None,
         model=model,
@@ -82,6 +87,12 @@ def train(
         init=init,
         allow_eval_instances=allow_eval_instances or None,
     )
+    if dry_run:  # the plan for the GPUs: config.json only, no weights, tokenizer or data
+        from swe_srl.train.preflight import dry_run as print_plan
+        from swe_srl.train.preflight import gpu_config
+
+        raise typer.Exit(print_plan(gpu_config(config, sets, values), gpus, gpu_memory, Console()))
+    cfg = load_config(config, sets, **values)
     console = Console()
     if seeds:
         record = run_seeds(cfg, seeds, console=console)

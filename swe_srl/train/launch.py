@@ -18,6 +18,7 @@ from swe_srl.paths import atomic_write_text
 from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig, start_of
 from swe_srl.train.record import write_config
+from swe_srl.train.preflight import check_fits
 from swe_srl.train.run import default_command, run_training, split_samples, write_summary
 from swe_srl.train.sft_run import SftPolicy, save_policy, sft_summary, train_sft
 
@@ -53,6 +54,7 @@ def run_method(config: TrainConfig, *, console=None, command: str | None = None)
     """One run of the configured method (``run_training`` runs SRL and RLVR)."""
     if config.method == "sft":
         return run_sft(config, console=console, command=command)
+    check_fits(config)  # on CUDA: the memory plan before any weights load
     return run_training(config, console=console, command=command)
 
 

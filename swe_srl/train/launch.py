@@ -17,8 +17,8 @@ from typing import Any
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig, start_of
-from swe_srl.train.record import write_config
 from swe_srl.train.preflight import check_fits
+from swe_srl.train.record import write_config
 from swe_srl.train.run import default_command, run_training, split_samples, write_summary
 from swe_srl.train.sft_run import SftPolicy, save_policy, sft_summary, train_sft
 

@@ -165,11 +165,17 @@ def test_every_run_writes_its_config_and_the_config_reproduces_it(samples_file: 
              "eval.max_samples=0", "trl.max_completion_length=8", "trl.save_steps=100"]  # fmt: skip
     sets = [x for s in small for x in ("--set", s)]
     first, second = tmp_path / "first", tmp_path / "second"
-    proc = _train("--samples", str(samples_file), "--max-steps", "1", *sets, "-o", str(first))
+    args = [
+        "--samples",
+        str(samples_file),
+        "--reward",
+        "srl",
+    ]  # demo samples: no task set for the layered reward
+    proc = _train(*args, "--max-steps", "1", *sets, "-o", str(first))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     written = yaml.safe_load((first / "config.yaml").read_text())
     assert written["output"] == str(first.resolve()) and written["samples"] == str(samples_file.resolve())
-    assert (written["model"], written["preset"], written["reward"]) == ("tiny", "cpu-tiny", "mixed")
+    assert (written["model"], written["preset"], written["reward"]) == ("tiny", "cpu-tiny", "srl")
     assert written["tiny"]["hidden_size"] == 32 and written["loss"]["replay_weight"] == 0.1  # every section
     fields = {f.name for f in GRPOConfig.__dataclass_fields__.values() if f.init}
     assert set(written["trl"]) == fields - set(REFUSED) - {"output_dir", "seed"}  # TRL's defaults too

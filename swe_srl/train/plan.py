@@ -26,12 +26,18 @@ less the headroom: 1.5 GiB for the CUDA context and library workspaces plus 5% o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import hf_hub_download
+from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+from rich.table import Table
+
 from swe_srl.errors import ConfigError
+from swe_srl.train.config import start_of
 from swe_srl.train.schema import TrainConfig
 
 GIB = 2**30
@@ -107,9 +113,6 @@ def read_model_config(ref: str) -> tuple[dict[str, Any], str]:
     if path.exists():
         file = path / "config.json" if path.is_dir() else path
     else:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
         try:
             file = Path(hf_hub_download(ref, "config.json"))
         except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as exc:
@@ -182,8 +185,6 @@ PLAN_KEYS = (
 
 def trl_options(config: TrainConfig) -> dict[str, Any]:
     """The TRL options the plan reads: the run's, else ``trl.GRPOConfig``'s own defaults."""
-    import dataclasses
-
     from trl import GRPOConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig) if f.name in PLAN_KEYS}
@@ -260,8 +261,6 @@ def make_plan(shape: ModelShape, config: TrainConfig, gpus: int, gpu_memory_gib:
 
 def render(plan: Plan, title: str):
     """The plan as a rich table (one row a term, then the totals)."""
-    from rich.table import Table
-
     table = Table(title=title)
     table.add_column("per GPU")
     table.add_column("GiB", justify="right")
@@ -282,8 +281,6 @@ def render(plan: Plan, title: str):
 
 def plan_for(config: TrainConfig, gpus: int, gpu_memory_gib: float) -> tuple[Plan, str]:
     """(the plan of ``config``'s model, a title naming the model and the cards)."""
-    from swe_srl.train.config import start_of
-
     ref = config.init or config.model
     if not ref or start_of(config).name == "tiny":
         raise ConfigError(

@@ -10,6 +10,8 @@ from rich.console import Console
 
 from swe_srl.agent.policies import check_model_ref
 from swe_srl.train.config import load_config
+from swe_srl.train.preflight import dry_run as print_plan
+from swe_srl.train.preflight import gpu_config
 
 
 def train(
@@ -88,9 +90,6 @@ def train(
         allow_eval_instances=allow_eval_instances or None,
     )
     if dry_run:  # the plan for the GPUs: config.json only, no weights, tokenizer or data
-        from swe_srl.train.preflight import dry_run as print_plan
-        from swe_srl.train.preflight import gpu_config
-
         raise typer.Exit(print_plan(gpu_config(config, sets, values), gpus, gpu_memory, Console()))
     cfg = load_config(config, sets, **values)
     console = Console()

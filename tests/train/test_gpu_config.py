@@ -60,3 +60,20 @@ def test_full_fine_tuning_keeps_fp32_master_weights(tmp_path: Path):
     assert mine.trl["model_init_kwargs"] == {"dtype": "float32", "attn_implementation": "sdpa"}  # merged
     own = _gpu(tmp_path, ["trl.model_init_kwargs.dtype=bfloat16"], preset="paper", model="m")
     assert own.trl["model_init_kwargs"] == {"dtype": "bfloat16"}  # the run's own dtype wins
+
+
+def test_the_vllm_extra_pins_what_the_installed_trl_supports():
+    import tomllib
+    from importlib.metadata import requires
+
+    root = Path(__file__).resolve().parents[2]
+    extra = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    ours = {r.split(">")[0].split("<")[0]: r for r in extra["vllm"]}
+    trls = [r.split(";")[0].strip() for r in requires("trl") or [] if 'extra == "vllm"' in r]
+    trl_vllm = next(r for r in trls if r.startswith("vllm"))
+    assert sorted(trl_vllm.removeprefix("vllm").split(",")) == sorted(
+        ours["vllm"].removeprefix("vllm").split(",")
+    )
+    assert ours["trl[vllm]"] == "trl[vllm]>=1.16,<1.17" and "swe-srl[train]" in extra["vllm"]

@@ -19,8 +19,9 @@ class ChatStub:
 
 
 @contextlib.contextmanager
-def serving(answer: Callable[[dict], str]) -> Iterator[ChatStub]:
-    """Serve ``POST …/chat/completions`` on 127.0.0.1: the reply's message content is ``answer(request body)``."""
+def serving(answer: Callable[[dict], str], usage: bool = False) -> Iterator[ChatStub]:
+    """Serve ``POST …/chat/completions`` on 127.0.0.1: the reply's message content is ``answer(request body)``;
+    ``usage``: the reply reports whitespace-separated words as prompt and completion tokens, as servers do."""
     stub = ChatStub(url="")
 
     class Handler(BaseHTTPRequestHandler):
@@ -28,7 +29,14 @@ def serving(answer: Callable[[dict], str]) -> Iterator[ChatStub]:
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             stub.requests.append(request)
             message = {"role": "assistant", "content": answer(request)}
-            body = json.dumps({"choices": [{"message": message}]}).encode()
+            reply: dict = {"choices": [{"message": message, "finish_reason": "stop"}]}
+            if usage:
+                prompt = sum(len(m["content"].split()) for m in request["messages"])
+                reply["usage"] = {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": len(message["content"].split()),
+                }
+            body = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))

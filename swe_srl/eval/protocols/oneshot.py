@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from swe_srl.core.search_replace import apply_edits, make_patch, parse_edits
+from swe_srl.errors import ConfigError
 from swe_srl.eval.protocols.prompts import (
     Messages,
     localization_messages,
@@ -29,6 +30,24 @@ if TYPE_CHECKING:
 PROTOCOLS = ("agent", "oracle-edit", "agentless")
 ONE_SHOT_MAX_NEW_TOKENS = 8192
 """The default generation budget of ``oracle-edit`` / ``agentless`` (thinking plus edits of whole files)."""
+
+
+def check_protocol(settings: Any) -> None:
+    """Reject evaluation settings a protocol cannot run with (one line, before any work)."""
+    protocol = settings.protocol
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"--protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    if protocol == "agent":
+        return
+    kind = settings.policy.partition(":")[0]
+    if settings.direct or kind not in ("gold", "empty", "hf", "openai"):
+        raise ConfigError(f"--protocol {protocol} generates patches: --policy gold|empty|hf:PATH|openai "
+                          f"without --direct-patch, not {settings.policy!r}")  # fmt: skip
+    if settings.oracle_window is not None or (settings.oracle_files and protocol == "agentless"):
+        raise ConfigError(f"--protocol {protocol} sets its own oracle (oracle-edit: the gold patch's whole "
+                          "files; agentless: none): drop --oracle-files/--oracle-window")  # fmt: skip
+    if settings.candidates < 1:
+        raise ConfigError(f"--protocol {protocol} --candidates {settings.candidates}: need at least one")
 
 
 @dataclass
@@ -94,6 +113,8 @@ def _candidate(instance: Instance, settings: Any, policy: Any, tree: BaseTree) -
         listing = tree.listing()
         located = _generate(policy, localization_messages(problem, listing))
         cand.generations.append(located)
+        if located.overflow:
+            return _empty(cand, "the localization prompt fills the model's context", located)
         cand.files, cand.notes = parse_localization(located.output, listing)
         if not cand.files:
             cand.unreadable = True
@@ -103,6 +124,8 @@ def _candidate(instance: Instance, settings: Any, policy: Any, tree: BaseTree) -
     contents = tree.contents(cand.files)
     repaired = _generate(policy, repair_messages(problem, contents))
     cand.generations.append(repaired)
+    if repaired.overflow:
+        return _empty(cand, "the repair prompt fills the model's context", repaired)
     parsed = parse_edits(repaired.output)
     cand.notes += parsed.notes
     if parsed.problem:
@@ -119,7 +142,7 @@ def _candidate(instance: Instance, settings: Any, policy: Any, tree: BaseTree) -
 
 def _empty(cand: Candidate, reason: str, last: Generation) -> Candidate:
     if last.overflow:
-        reason += f" (the prompt, {last.prompt_tokens} tokens, fills the model's context)"
+        reason += f" ({last.prompt_tokens} tokens)"
     elif last.truncated:
         reason += " (the output was cut at the generation budget)"
     cand.reason = reason

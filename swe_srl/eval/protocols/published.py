@@ -60,3 +60,15 @@ def published_table(report: dict[str, Any]) -> Table | None:
     for row in paper["rows"]:
         table.add_row(row["model"], f"{row['resolved_pct']:.1f}%", "-", "published")
     return table
+
+
+def protocol_line(summary: dict[str, Any]) -> str:
+    """One line of the protocol summary: tokens, generations cut at the budget, why patches were empty."""
+    tokens = (
+        "not reported"
+        if summary["prompt_tokens"] is None
+        else (f"{summary['prompt_tokens']:,} prompt + {summary['completion_tokens']:,} completion")
+    )
+    reasons = ", ".join(f"{k} ×{n}" for k, n in summary["empty_patch_reasons"].items()) or "none"
+    cut = len(summary["truncated_instances"])
+    return f"tokens: {tokens}; instances with a generation cut at the budget: {cut}; empty patches: {reasons}"

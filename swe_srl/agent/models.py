@@ -186,6 +186,9 @@ class OpenAIPolicy:
         self.max_tokens, self.temperature = max_tokens, temperature
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
         self.name = f"openai:{model}"
+        self.last_usage: dict[str, int] = {}
+        """The server's ``usage`` report of the last call (prompt/completion tokens), when it sends one."""
+        self.last_finish_reason: str | None = None
 
     def reset(self, instance: Instance) -> None:
         pass
@@ -195,6 +198,9 @@ class OpenAIPolicy:
         body["temperature"] = self.temperature
         payload = self._post("/chat/completions", body)
         try:
+            usage = payload.get("usage")
+            self.last_usage = dict(usage) if isinstance(usage, dict) else {}
+            self.last_finish_reason = payload["choices"][0].get("finish_reason")
             return payload["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
             raise PolicyError(

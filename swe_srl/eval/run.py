@@ -40,6 +40,9 @@ from swe_srl.benchmark.instances import Instance
 from swe_srl.env.swe_env import SWEEnv
 from swe_srl.errors import ConfigError, PolicyError
 from swe_srl.eval.predictions import Prediction, predictions_path, read_predictions
+from swe_srl.eval.protocols.gold import EmptyEditPolicy, GoldEditPolicy
+from swe_srl.eval.protocols.oneshot import check_protocol, run_protocol
+from swe_srl.eval.protocols.published import protocol_summary, published
 from swe_srl.eval.report import ERROR, INTERRUPTED, NO_PREDICTION
 from swe_srl.eval.rundir import RunDir
 from swe_srl.grading.runner import grade
@@ -71,6 +74,12 @@ class EvalSettings:
     grade_timeout_s: float = 1800.0
     direct: bool = False
     """gold/empty: grade ``instance.patch`` / ``""`` directly, without an episode."""
+    protocol: str = "agent"
+    """``agent`` (episodes in SWEEnv) | ``oracle-edit`` | ``agentless`` (one generation: eval/protocols)."""
+    candidates: int = 1
+    """One-generation protocols: candidates per instance, reranked by majority."""
+    exactly_once: bool = False
+    """One-generation protocols: skip an edit whose SEARCH matches more than one place."""
     view_for: Callable[[Any], Any] | None = None
     """``hf:`` policies: their view from their tokenizer (``HFPolicy``'s ``view_for``; the CLI passes the tiny
     model's, which is plain for every other model). A module-level function, so that the settings stay picklable."""
@@ -80,10 +89,13 @@ class EvalSettings:
             raise ConfigError(f"direct patch grading is for --policy gold|empty, not {self.policy!r}")
         if self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps}: need at least one step")
+        check_protocol(self)
 
     @property
     def oracle(self) -> str:
         """The oracle setting reports name: ``none | whole | window:N``."""
+        if self.protocol != "agent":
+            return "whole" if self.protocol == "oracle-edit" else "none"
         return oracle_setting(self.oracle_files, self.oracle_window)
 
     @property
@@ -137,6 +149,16 @@ def _episode(instance: Instance, settings: EvalSettings) -> dict[str, Any]:
     }
 
 
+def _one_shot(instance: Instance, settings: EvalSettings) -> dict[str, Any]:
+    """One generation (or ``candidates``) under ``settings.protocol``; the episode fields of the record."""
+    try:
+        policy = {"gold": GoldEditPolicy(settings.repos_dir), "empty": EmptyEditPolicy()}.get(settings.policy)
+        policy = policy or policy_for(settings)
+        return run_protocol(instance, settings, policy)
+    except PolicyError as exc:
+        return {"exit_reason": "policy_error", "error": str(exc), "patch": "", "trajectory": None}
+
+
 def eval_instance(instance: Instance, settings: EvalSettings, patch: str | None = None) -> dict[str, Any]:
     """One instance end to end → its record (never raises for a failing episode or grading: status ``error``).
 
@@ -150,7 +172,7 @@ def eval_instance(instance: Instance, settings: EvalSettings, patch: str | None 
         episode = {"exit_reason": "direct", "error": None, "patch": patch, "trajectory": None}
     else:
         try:
-            episode = _episode(instance, settings)
+            episode = (_episode if settings.protocol == "agent" else _one_shot)(instance, settings)
         except Exception as exc:  # an env that cannot even start is this instance's infra error
             episode = {"exit_reason": "infra_error", "error": f"{type(exc).__name__}: {exc}", "patch": ""}
     record = {"instance_id": instance.instance_id, "repo": instance.repo, "model_patch": episode["patch"]}
@@ -220,16 +242,20 @@ def evaluate(
                for i in instances if preds is not None and i.instance_id not in preds}  # fmt: skip
     todo = [i for i in instances if i.instance_id not in done and i.instance_id not in missing]
     shown = {k: v for k, v in asdict(settings).items() if k != "view_for"}
-    meta = {"dataset": dataset, "oracle": settings.oracle, "settings": shown, "resumed": len(done)}
+    meta = {"dataset": dataset, "protocol": settings.protocol, "oracle": settings.oracle, "settings": shown,
+            "resumed": len(done)}  # fmt: skip
+    if settings.protocol != "agent":
+        meta["published"] = published(settings.protocol)
     records: dict[str, dict] = {
         i.instance_id: done[i.instance_id] for i in instances if i.instance_id in done
     }
     records |= missing
 
     def publish() -> dict[str, Any]:
-        return run.publish(
-            [records[i.instance_id] for i in instances if i.instance_id in records], name, meta
-        )
+        ordered = [records[i.instance_id] for i in instances if i.instance_id in records]
+        if settings.protocol != "agent":
+            meta["protocol_summary"] = protocol_summary(ordered)
+        return run.publish(ordered, name, meta)
 
     def on_result(key: str, record: dict) -> None:
         if preds is not None and key in preds:

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from swe_srl.benchmark.instances import Instance, load_instances, select_instances
-from swe_srl.benchmark.repos import repo_source
+from swe_srl.benchmark.repos import git, repo_source
 from swe_srl.errors import SweSrlError, TaskError
 from swe_srl.eval.run import EvalSettings, evaluate
 from swe_srl.paths import atomic_write_text
@@ -44,15 +44,32 @@ def parse_args() -> argparse.Namespace:
     return ap.parse_args()
 
 
+def missing_objects(clone: Path, commit: str) -> str | None:
+    """Why ``clone`` cannot check ``commit`` out (objects of its tree absent, e.g. a mirror's largest blobs)."""
+    listed = git(clone, "rev-list", "--objects", "--no-walk", "--missing=print", commit, check=False)
+    missing = {line[1:] for line in listed.splitlines() if line.startswith("?")}
+    if not missing:
+        return None
+    tree = git(clone, "ls-tree", "-r", commit, check=False).splitlines()
+    paths = [line.split("\t", 1)[1] for line in tree if line.split()[2:3] and line.split()[2] in missing]
+    return f"the clone lacks {len(missing)} object(s) of the base commit: {', '.join(paths) or sorted(missing)[0]}"
+
+
 def fetchable(instances: list[Instance], repos_dir: Path, causes: dict[str, str]) -> dict[str, str]:
-    """Instance id → why it cannot be run here, for each instance whose repository has no clone."""
-    missing: dict[str, str] = {}
+    """Instance id → why it cannot be run here: no clone of its repository, or one without its base commit's files."""
+    clones: dict[str, Path | str] = {}
     for repo in sorted({i.repo for i in instances}):
         try:
-            repo_source(repo, repos_dir)
+            clones[repo] = repo_source(repo, repos_dir)
         except TaskError as exc:
-            missing[repo] = causes.get(repo) or str(exc).split(";")[0]
-    return {i.instance_id: missing[i.repo] for i in instances if i.repo in missing}
+            clones[repo] = causes.get(repo) or str(exc).split(";")[0]
+    out = {}
+    for i in instances:
+        clone = clones[i.repo]
+        why = clone if isinstance(clone, str) else missing_objects(clone, i.base_commit)
+        if why:
+            out[i.instance_id] = why
+    return out
 
 
 def verdicts(run_dir: Path) -> dict[str, dict]:

@@ -61,7 +61,12 @@ def _apply_adapter(base_model: Any, adapter: str) -> Any:
 
 
 def generate_ids(
-    model: Any, tokenizer: Any, batch: Sequence[Sequence[int]], max_new_tokens: int, temperature: float = 0.0
+    model: Any,
+    tokenizer: Any,
+    batch: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    synced_gpus: bool | None = None,
 ) -> list[list[int]]:
     """One ``generate`` call for several token contexts (left-padded): each context's new tokens, cut after its
     first end token (the padding a finished row gets while the others go on). Greedy unless ``temperature > 0``;
@@ -73,6 +78,8 @@ def generate_ids(
     ids = torch.tensor([[pad] * (width - len(b)) + list(b) for b in batch], device=model.device)
     mask = torch.tensor([[0] * (width - len(b)) + [1] * len(b) for b in batch], device=model.device)
     options: dict[str, Any] = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens}
+    if synced_gpus is not None:  # False: whole weights on every process (train.sharding.full_weights)
+        options["synced_gpus"] = synced_gpus
     if temperature > 0:
         options["temperature"] = temperature
     with torch.no_grad():

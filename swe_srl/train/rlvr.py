@@ -22,6 +22,7 @@ from swe_srl.agent.loop import run_lockstep
 from swe_srl.agent.models import generate_ids
 from swe_srl.env.swe_env import SWEEnv
 from swe_srl.errors import TrainingError
+from swe_srl.train.sharding import full_weights
 
 GenerateFn = Callable[[list[int]], list[int]]
 """Prompt token ids → one model turn's token ids."""
@@ -61,7 +62,10 @@ def hf_generate_batch(trainer: Any, max_new_tokens: int, greedy: bool = False) -
     def generate(batch: list[list[int]]) -> list[list[int]]:
         model = trainer.accelerator.unwrap_model(trainer.model)
         temperature = 0.0 if greedy else trainer.args.temperature
-        return generate_ids(model, trainer.processing_class, batch, max_new_tokens, temperature)
+        # inside full_weights every process holds the whole weights: no step waits for the other processes
+        return generate_ids(
+            model, trainer.processing_class, batch, max_new_tokens, temperature, synced_gpus=False
+        )
 
     return generate
 
@@ -80,10 +84,11 @@ def make_rollout_func(
         generate_batch = generate_factory(trainer, max_new_tokens)
         rows = [{"prompt": prompt} for prompt in prompts]
         run_batch = getattr(runner, "run_batch", None)
-        if run_batch is not None:
-            results = run_batch(rows, generate_batch)
-        else:
-            results = [runner.run(row, lambda ids: generate_batch([ids])[0]) for row in rows]
+        with full_weights(trainer.model):  # FSDP: gathered once; each process's episodes take their own turns
+            if run_batch is not None:
+                results = run_batch(rows, generate_batch)
+            else:
+                results = [runner.run(row, lambda ids: generate_batch([ids])[0]) for row in rows]
         return {
             "prompt_ids": [r.prompt_ids for r in results],
             "completion_ids": [r.completion_ids for r in results],

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from swe_srl.agent.policies import check_model_ref
 from swe_srl.train.config import load_config
@@ -95,36 +97,58 @@ def train(
     console = Console()
     if seeds:
         record = run_seeds(cfg, seeds, console=console)
-        console.print_json(json.dumps(record["over_seeds"]))
-        console.print(f"{seeds} seeds of --method {cfg.method}: {cfg.output}/seeds.json")
+        console.print(seeds_table(record["over_seeds"], f"{seeds} seeds of --method {cfg.method}"))
+        names = ["seeds.json", *(f"seed-{k}" for k in range(seeds))]
+        console.print(outputs_line(cfg.output_dir, names), highlight=False, soft_wrap=True)
         return
     summary = run_method(cfg, console=console)
-    console.print_json(json.dumps(summary))
+    for line in verdict_lines(summary):
+        console.print(line, highlight=False)
+    console.print(outputs_line(cfg.output_dir, OUTPUTS), highlight=False, soft_wrap=True)
+
+
+OUTPUTS = ("summary.json", "metrics.jsonl", "heldout.jsonl", "training_curves.png", "final/README.md")
+"""What a run may write into its output folder (the last line names those that exist)."""
+
+
+def outputs_line(folder: Path, names: Sequence[str]) -> str:
+    """``outputs: FOLDER (the named files that exist)``: the last line a run prints."""
+    found = [name for name in names if (folder / name).exists()]
+    labels = ["model card (final/README.md)" if name == "final/README.md" else name for name in found]
+    return f"outputs: {folder}" + (f" ({', '.join(labels)})" if labels else "")
+
+
+def verdict_lines(summary: dict[str, Any]) -> list[str]:
+    """The run's result in one or two lines: the reward's (or SFT loss's) first → last fifth, held-out evals."""
     wall = f" in {summary.get('wall_time_s', float('nan')):.0f}s"
     if summary.get("stage") == "rlvr":
-        console.print(f"RLVR: {summary['episodes']} episodes, mean outcome reward "
-                      f"{summary['mean_outcome_reward']:.3f}{wall}; outputs in {cfg.output}")  # fmt: skip
-        return
+        return [f"RLVR: {summary['episodes']} episodes, mean outcome reward "
+                f"{summary['mean_outcome_reward']:.3f}{wall}"]  # fmt: skip
     if summary.get("method") == "sft":
         first, last = summary["loss_first_fifth"], summary["loss_last_fifth"]
-        console.print(
-            f"SFT loss {first:.3f} → {last:.3f} (first → last fifth of {summary['steps']} steps){wall}; "
-            f"outputs in {cfg.output}"
-        )
-        return
+        return [f"SFT loss {first:.3f} → {last:.3f} (first → last fifth of {summary['steps']} steps){wall}"]
     verdict = "rose" if summary.get("reward_rose") else "did NOT rise"
-    console.print(
+    lines = [
         f"mean reward {verdict}: first fifth {summary.get('reward_first_fifth', float('nan')):+.3f} → "
-        f"last fifth {summary.get('reward_last_fifth', float('nan')):+.3f}{wall}; outputs in {cfg.output}"
-    )
+        f"last fifth {summary.get('reward_last_fifth', float('nan')):+.3f}{wall}"
+    ]
     evals = summary.get("eval") or []
     if len(evals) >= 2:
         first, last = evals[0], evals[-1]
-        console.print(
+        lines.append(
             f"held-out greedy reward: {first['mean_reward']:+.3f} at step {first['step']} → "
             f"{last['mean_reward']:+.3f} at step {last['step']}"
         )
+    return lines
 
 
-def register(app: typer.Typer) -> None:
-    app.command("train")(train)
+def seeds_table(over_seeds: dict[str, dict[str, dict[str, float]]], title: str) -> Table:
+    """Held-out means over the seeds: one row per policy, mean ± std under each reward."""
+    rewards = list(next(iter(over_seeds.values()), {}))
+    table = Table(title=f"held-out mean ± std over {title}")
+    table.add_column("policy")
+    for reward in rewards:
+        table.add_column(reward, justify="right")
+    for name, cells in over_seeds.items():
+        table.add_row(name, *(f"{cells[r]['mean']:+.3f} ± {cells[r]['std']:.3f}" for r in rewards))
+    return table

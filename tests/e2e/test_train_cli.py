@@ -40,6 +40,10 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "first fifth" in proc.stdout and "last fifth" in proc.stdout
+    # the run ends with its tables, the result lines and one line naming the output folder (no summary JSON)
+    outputs = "summary.json, metrics.jsonl, heldout.jsonl, training_curves.png, model card (final/README.md)"
+    assert proc.stdout.strip().splitlines()[-1] == f"outputs: {out} ({outputs})"
+    assert '"final_model"' not in proc.stdout and "held-out test split" in proc.stdout
 
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if "reward" in r]

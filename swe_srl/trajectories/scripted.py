@@ -3,7 +3,9 @@
 Each trajectory locates the code (grep/find/ls), inspects it (cat/sed -n/editor view), reproduces the failure
 (pytest), applies the gold patch hunk by hunk (``sed -i`` or the editor, chosen by the seed), verifies and submits.
 Observations are what the commands really printed, except what differs on every run (``steady``); only
-trajectories whose final diff resolves the task are kept.
+trajectories whose final diff resolves the task are kept. The expert state after every step (cumulative diff and
+cwd, as ``expert_state.replay_steps`` gives them) is recorded as the script runs and stored for ``expert_states``, so
+the reward's inputs and the effect layer need no replay of a scripted trajectory.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from swe_srl.infra.image_build import file_lock
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.paths import cache_dir
+from swe_srl.trajectories.expert_state import WORKDIR, ExpertState, cwd_of, save_state
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl
 from swe_srl.trajectories.scripted_edits import Edit, apply_edits, edit_command, plan_edits
 
@@ -81,11 +84,12 @@ def _defined(name: str, instance: Instance) -> bool:
 
 
 class _Script:
-    """Builds one trajectory step by step, running each action in the sandbox."""
+    """Builds one trajectory step by step, running each action in the sandbox and recording the state after it."""
 
     def __init__(self, sandbox, instance: Instance, rng: random.Random) -> None:
         self.sandbox, self.instance, self.rng = sandbox, instance, rng
         self.steps: list[Step] = []
+        self.state = ExpertState(diffs=[], cwds=[])
 
     def do(self, thought: str, action: str) -> str:
         result = self.sandbox.run(action)
@@ -93,7 +97,15 @@ class _Script:
         self.steps.append(
             Step(thought=thought, action=action, observation=observation, exit_code=result.exit_code)
         )
+        self.state.diffs.append(self.sandbox.diff())
+        self.state.cwds.append(cwd_of(self.sandbox))
         return observation
+
+    def submit(self, thought: str) -> None:
+        """The final step: runs nothing, so the state after it is the one before it."""
+        self.steps.append(Step(thought=thought, action=SUBMIT))
+        self.state.diffs.append(self.state.diffs[-1] if self.state.diffs else "")
+        self.state.cwds.append(self.state.cwds[-1] if self.state.cwds else WORKDIR)
 
     def read(self, path: str) -> str:
         return self.sandbox.read_file(f"/testbed/{path}").decode("utf-8")
@@ -180,7 +192,8 @@ class _Script:
 
 
 def script_trajectory(sandbox, instance: Instance, *, seed: int = 0) -> Trajectory:
-    """Run one scripted trajectory for ``instance`` in a started ``sandbox`` (at the base commit)."""
+    """Run one scripted trajectory for ``instance`` in a started ``sandbox`` (at the base commit); the expert state
+    after each of its steps is stored for :func:`~swe_srl.trajectories.expert_state.expert_states`."""
     rng = random.Random(f"{seed}:{instance.instance_id}")
     script = _Script(sandbox, instance, rng)
     edits = plan_edits(instance.patch, script.read)
@@ -199,8 +212,8 @@ def script_trajectory(sandbox, instance: Instance, *, seed: int = 0) -> Trajecto
         script.run_tests(target, "after")
     else:
         script.do("Let me review the full change before submitting.", "git diff")
-    script.steps.append(Step(thought="The fix is in place and verified; submitting.", action=SUBMIT))
-    return Trajectory(
+    script.submit("The fix is in place and verified; submitting.")
+    traj = Trajectory(
         instance_id=instance.instance_id,
         problem=instance.problem_statement,
         steps=script.steps,
@@ -208,6 +221,8 @@ def script_trajectory(sandbox, instance: Instance, *, seed: int = 0) -> Trajecto
         source="scripted",
         metadata={"seed": seed},
     )
+    save_state(traj, instance, script.state)
+    return traj
 
 
 def _resolved(sandbox, instance: Instance) -> bool:

@@ -104,32 +104,17 @@ def test_gold_as_search_replace_resolves_what_gold_resolves_on_bundled_test(
         )
 
 
-BAD_ANSWERS = {
-    "malformed": (
-        "oracle-edit",
-        lambda m: "```python\n### calc.py\n<<<<<<< SEARCH\nreturn a\n```",
-        "unreadable",
-    ),
-    "no-match": (
-        "oracle-edit",
-        lambda m: "```python\n### calc.py\n<<<<<<< SEARCH\nnot there\n=======\nx = 1\n>>>>>>> REPLACE\n```",
-        "no edit applied",
-    ),  # fmt: skip
-    "test-file": (
-        "oracle-edit",
-        lambda m: "```python\n### test_neg.py\n<<<<<<< SEARCH\n=======\nx = 1\n>>>>>>> REPLACE\n```",
-        "no edit applied",
-    ),  # fmt: skip
-    "outside": (
-        "oracle-edit",
-        lambda m: "```python\n### ../calc.py\n<<<<<<< SEARCH\n=======\nx = 1\n>>>>>>> REPLACE\n```",
-        "no edit applied",
-    ),  # fmt: skip
-    "missing-files": (
-        "agentless",
-        lambda m: "```\nsrc/calc.py\nnowhere.py\n```",
-        "the localization named no",
-    ),
+def _edit(path: str, search: str, replace: str) -> str:
+    return f"```python\n### {path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n```"
+
+
+BAD_ANSWERS = {  # kind: (protocol, the served answer, the reason's start, more options)
+    "malformed": ("oracle-edit", "```python\n### calc.py\n<<<<<<< SEARCH\nreturn a\n```", "unreadable", []),
+    "no-match": ("oracle-edit", _edit("calc.py", "not there\n", "x = 1\n"), "no edit applied", []),
+    "twice": ("oracle-edit", _edit("calc.py", "\n\n", "\n\n\n"), "no edit applied", ["--exactly-once"]),
+    "test-file": ("oracle-edit", _edit("test_neg.py", "", "x = 1\n"), "no edit applied", []),
+    "outside": ("oracle-edit", _edit("../calc.py", "", "x = 1\n"), "no edit applied", []),
+    "missing-files": ("agentless", "```\nsrc/calc.py\nnowhere.py\n```", "the localization named no", []),
 }
 
 
@@ -137,15 +122,15 @@ BAD_ANSWERS = {
 def test_bad_answers_end_unresolved_with_their_reason(kind: str, tiny: Path, tmp_path: Path) -> None:
     from swe_srl.benchmark.instances import load_instances
 
-    protocol, answer, reason = BAD_ANSWERS[kind]
+    protocol, answer, reason, more = BAD_ANSWERS[kind]
     instance = load_instances(str(tiny))[0]
-    with serving(lambda request: answer(request["messages"])) as server:
+    with serving(lambda request: answer) as server:
         report = _eval("--policy", "openai", "--base-url", server.url, "--model", "m", "--protocol", protocol,
-                       "--dataset", str(tiny), "--instances", instance.instance_id, out=tmp_path)  # fmt: skip
+                       "--dataset", str(tiny), "--instances", instance.instance_id, *more, out=tmp_path)  # fmt: skip
     record = _results(tmp_path)[instance.instance_id]
     assert record["status"] == "unresolved" and report["errors"] == [] and record["model_patch"] == ""
     assert record["exit_reason"] == "no_patch" and record["protocol"]["reason"].startswith(reason)
-    if kind in ("test-file", "outside", "missing-files"):
+    if kind in ("twice", "test-file", "outside", "missing-files"):
         assert record["protocol"]["notes"], record["protocol"]
 
 

@@ -45,7 +45,7 @@ COMMANDS = {
         "swe_srl.cli.train:train",
     ),
     "eval": Lazy(
-        "Run POLICY as an agent in SWEEnv on every instance of DATASET and grade the patches SWE-bench style.",
+        "Run POLICY on every instance of DATASET under PROTOCOL and grade the patches SWE-bench style.",
         "swe_srl.cli.evaluate:eval_cmd",
     ),
     "images": Lazy(

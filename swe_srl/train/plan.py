@@ -117,7 +117,8 @@ def read_model_config(ref: str) -> tuple[dict[str, Any], str]:
             file = Path(hf_hub_download(ref, "config.json"))
         except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as exc:
             raise ConfigError(
-                f"--model {ref}: cannot read its config.json ({exc.__class__.__name__})"
+                f"--model {ref}: cannot read its config.json from the Hub ({exc.__class__.__name__}); pass a "
+                "local model directory, or check the network"
             ) from exc
     try:
         data = json.loads(file.read_text(encoding="utf-8"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from swe_srl.train import augment
 from swe_srl.train.config import TinyOptions
+from swe_srl.train.tiny import augment
 from swe_srl.train.tiny.augment import (
     TEST_NAME,
     library_names,
@@ -92,8 +92,8 @@ def test_warmup_renamed_copies_train_on_the_renamed_samples():
     same init, their targets (the renamed test ids) are fitted far better than by a warm-up on the originals."""
     import torch
 
-    from swe_srl.train import tiny
     from swe_srl.train.sft import completion_nll, pad_left, target_batch
+    from swe_srl.train.tiny import model as tiny
 
     rows = [_row(name) for name in ("test_get", "test_merge_sorted", "test_curry_call", "test_pluck")]
     options = TinyOptions(hidden_size=32, layers=2, heads=2, vocab_size=300, max_prompt_tokens=256, seed=5)
@@ -118,7 +118,7 @@ def test_format_warmup_reports_each_step_and_takes_a_rate_factor():
     """``on_step`` sees every step (1-based) with its loss; ``lr_factor`` replaces the ramp (0: no update at all)."""
     import torch
 
-    from swe_srl.train import tiny
+    from swe_srl.train.tiny import model as tiny
 
     rows = [_row(name) for name in ("test_get", "test_pluck")]
     options = TinyOptions(

@@ -32,8 +32,8 @@ def test_warmup_induction_steps_train_the_repeats():
     warm-up steps, repeats of fresh prompt windows are predicted better than after the warm-up alone."""
     import torch
 
-    from swe_srl.train import tiny
     from swe_srl.train.config import TinyOptions
+    from swe_srl.train.tiny import model as tiny
 
     rows = [_row(name) for name in ("test_get", "test_merge_sorted", "test_curry_call", "test_pluck")]
     options = TinyOptions(

@@ -156,8 +156,8 @@ def test_entropy_bonus_raises_the_entropy(samples_file: Path, tmp_path: Path):
 
 
 def _warmup_setup(rows: list[dict]):
-    from swe_srl.train import tiny
     from swe_srl.train.config import TinyOptions
+    from swe_srl.train.tiny import model as tiny
 
     options = TinyOptions(hidden_size=32, layers=2, heads=2, vocab_size=300, max_prompt_tokens=256)
     tokenizer = tiny.build_tokenizer(tiny.sample_texts(rows), options.vocab_size)

@@ -86,6 +86,8 @@ def _series(records: list[dict[str, Any]], key: str) -> tuple[list[float], list[
 
 
 def _train_panel(ax, records: list[dict[str, Any]], key: str, title: str, ylabel: str) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     if key == "reward" and not any("reward" in r for r in records) and any("loss" in r for r in records):
         key, title, ylabel = "loss", "training loss", "loss"  # a supervised (--method sft) run logs no reward
     keys = sorted({k for r in records for k in r if k.startswith(LAYERS)}) if key == "layers" else [key]
@@ -104,6 +106,7 @@ def _train_panel(ax, records: list[dict[str, Any]], key: str, title: str, ylabel
     if key in ("reward", "layers"):
         ax.legend(loc="best")
     ax.set(title=title, xlabel="step", ylabel=ylabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.grid(alpha=0.3)
 
 

@@ -7,7 +7,7 @@ resolved/resolved, unresolved/unresolved, each disagreement, and each instance t
 (also written to ``OUT/agreement.json``).
 
 Usage: python bench/agreement.py --repos-dir /work/.mirror --out /tmp/agreement [--instances a,b] [--workers N]
-       [--cause django/django="repository too large to fetch here"] [TRAJECTORIES]
+       [--only-built] [--cause django/django="repository too large to fetch here"] [TRAJECTORIES]
 The run directory is resumable (``swe-srl eval``'s): a second call grades only what is missing.
 """
 
@@ -24,6 +24,8 @@ from swe_srl.benchmark.instances import Instance, load_instances, select_instanc
 from swe_srl.benchmark.repos import git, repo_source
 from swe_srl.errors import SweSrlError, TaskError
 from swe_srl.eval.run import EvalSettings, evaluate
+from swe_srl.infra.engine import image_exists
+from swe_srl.infra.recipes import instance_image_names
 from swe_srl.paths import atomic_write_text
 from swe_srl.trajectories.importers import import_trajectories
 from swe_srl.trajectories.schema import write_jsonl
@@ -40,6 +42,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--out", type=Path, required=True, help="run folder (resumable)")
     ap.add_argument("--instances", default="", help="only these ids (comma-separated)")
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument(
+        "--only-built", action="store_true", help="list instances whose image is not built as not run"
+    )
     ap.add_argument("--cause", action="append", default=[], help="REPO=why it has no clone here")
     return ap.parse_args()
 
@@ -123,13 +128,18 @@ def print_rows(rows: list[tuple], console: Console) -> None:
 
 def main() -> None:
     args = parse_args()
-    console = Console()
+    console = Console(width=160)
     trajectories = import_trajectories(args.trajectories)
     labels = {t.instance_id: bool(t.resolved) for t in trajectories if t.resolved is not None}
     ids = [i.strip() for i in args.instances.split(",") if i.strip()] or sorted(labels)
     todo = select_instances(load_instances(args.dataset), ids)
     causes = dict(c.split("=", 1) for c in args.cause)
     skipped = fetchable(todo, args.repos_dir, causes)
+    if args.only_built:
+        for i in todo:
+            tags = [] if i.instance_id in skipped else instance_image_names(i, repos_dir=args.repos_dir)
+            if tags and not any(image_exists(tag) for tag in tags):
+                skipped[i.instance_id] = "its image is not built (--only-built)"
     runnable = [i for i in todo if i.instance_id not in skipped]
     args.out.mkdir(parents=True, exist_ok=True)
     native = args.out / "replayed-trajectories.jsonl"

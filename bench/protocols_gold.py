@@ -94,7 +94,9 @@ def main() -> None:
     console.print(table)
     for miss in misses:
         console.print(miss, highlight=False)
-    console.print(f"no clone here (skipped): {dict(skipped)}; {time.monotonic() - started:.0f} s", highlight=False)
+    console.print(
+        f"no clone here (skipped): {dict(skipped)}; {time.monotonic() - started:.0f} s", highlight=False
+    )
 
 
 if __name__ == "__main__":

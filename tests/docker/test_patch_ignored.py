@@ -45,20 +45,25 @@ def _ignoring_repo(repo: Path) -> str:
     return _git(repo, "rev-parse", "HEAD").strip()
 
 
-def test_plain_repo_ignored_big_files_are_left_out_without_failing(tmp_path: Path) -> None:
+def test_plain_repo_ignored_big_files_and_an_empty_repo_are_left_out_without_failing(tmp_path: Path) -> None:
     base = _ignoring_repo(tmp_path)
     for path in (SO, "build/lib/_ext.so", "new_data.txt", "vendored.so"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(b"x\n" * CAP)  # 2 MiB of text
     (tmp_path / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "scratch").mkdir()
+    _git(
+        tmp_path / "scratch", "init", "-q"
+    )  # a policy's `git init`: git add cannot add a repo without a commit
     script = diff_script(base, str(tmp_path), str(tmp_path / ".git"), binary=False, file_cap=CAP)
     proc = subprocess.run(["bash", "-c", script], capture_output=True)
     assert proc.returncode == 0, proc.stdout.decode()[-800:]
     patch = parse_output(proc.stdout)
     assert "+    return a + b" in patch.text and "_speedups" not in patch.text
-    assert sorted(patch.left_out) == [f"{p} (over {CAP} bytes)" for p in ("new_data.txt", "vendored.so")]
+    notes = [f"{p} (over {CAP} bytes)" for p in ("new_data.txt", "vendored.so")]
+    assert sorted(patch.left_out) == sorted([*notes, "scratch (a git repository without a commit)"])
     status = _git(tmp_path, "status", "--porcelain").splitlines()
-    assert status == [" M pkg/calc.py", " M vendored.so", "?? new_data.txt"], (
+    assert status == [" M pkg/calc.py", " M vendored.so", "?? new_data.txt", "?? scratch/"], (
         "the repo's own index is untouched"
     )
 

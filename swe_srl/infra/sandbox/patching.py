@@ -67,9 +67,14 @@ def diff_script(base: str, workdir: str, git_dir: str, *, binary: bool, file_cap
             f"printf 'LEFT-OUT\\tover {file_cap} bytes\\t%s\\n' \"$f\"; "
             'done < <(git ls-files -z -m -o --exclude-standard -- "${big[@]}")',
         ]
-    lines.append(
-        'err=$(git add -A -- . "${ex[@]}" 2>&1 >/dev/null) || { printf \'git add: %s\\n\' "$err"; exit 6; }'
-    )
+    # A repository the policy made with `git init` and no commit cannot be added (git add fails): left out, noted.
+    lines += [
+        "while IFS= read -r -d '' d; do case $d in */) env -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE "
+        'git -C "$d" rev-parse -q --verify HEAD >/dev/null 2>&1 && continue; ex+=(":(exclude,literal)${d%/}"); '
+        "printf 'LEFT-OUT\\ta git repository without a commit\\t%s\\n' \"${d%/}\";; esac; "
+        "done < <(git ls-files -z -o --exclude-standard)",
+        'err=$(git add -A -- . "${ex[@]}" 2>&1 >/dev/null) || { printf \'git add: %s\\n\' "$err"; exit 6; }',
+    ]
     if not binary:
         lines.append(
             "while IFS=$'\\t' read -r -d '' a r p; do [ \"$a\" = - ] || continue; "

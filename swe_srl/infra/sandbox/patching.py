@@ -7,7 +7,8 @@ override the repo config a policy could have changed (external diff drivers, pre
 
 What ``git diff`` leaves out is left out silently: files the repo ignores (``.gitignore``, ``.git/info/exclude``),
 such as compiled extensions built in place, caches and build outputs, whatever their size. Only a large file git
-would add (tracked and changed, or untracked and not ignored) gets a note.
+would add (tracked and changed, or untracked and not ignored) gets a note, as does a repository the policy made with
+``git init`` and no commit, which ``git add`` cannot add.
 
 When the episode's ``.git`` is gone or no longer holds the base commit (``rm -rf .git && git init``), the sandbox
 computes the diff against a pristine copy: a fresh container of the same image (whose ``/testbed/.git`` is the

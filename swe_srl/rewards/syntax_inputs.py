@@ -30,6 +30,11 @@ NO_DOCKER = (
     "(rewards/commands.py DEFAULT_EXECUTABLES) and every repository path counts as present; with Docker they are "
     "judged against the instance image's executables and the files the expert created, as the env does"
 )
+NO_TASK = (
+    "syntax layer: some samples' instances are not in the task set {!r}, so their image is unknown: command "
+    "words are judged against the default executable set (rewards/commands.py DEFAULT_EXECUTABLES) and every "
+    "repository path counts as present; pass the samples' task set with --tasks to judge them as the env does"
+)
 """What :class:`StepInputs` says (once, on stderr) when it falls back; also its ``fallback``."""
 
 
@@ -95,6 +100,12 @@ class StepInputs:
             raise ConfigError(f"instance {instance_id!r} is not in dataset {self.dataset!r}")
         return self._instances[instance_id]
 
+    def knows(self, instance_id: str) -> bool:
+        """Whether ``instance_id`` is in ``instances`` (else ``dataset``, loaded on first use)."""
+        if self._instances is None:
+            self._instances = {i.instance_id: i for i in load_instances(self.dataset)}
+        return instance_id in self._instances
+
     def locate(
         self, instance_id: str | None, trajectory_hash: str | None, step: int | None
     ) -> tuple[Instance, Trajectory]:
@@ -114,6 +125,9 @@ class StepInputs:
         """(executables, created_files) of a located step; (None, None) when not located or without Docker, and
         created files None (unknown) when no trajectory was registered at all."""
         if instance_id is None or trajectory_hash is None or step is None or not self._engine():
+            return None, None
+        if not self.knows(instance_id):
+            self._fall_back(NO_TASK.format(self.dataset))
             return None, None
         if not self._trajectories:
             self._fall_back(NO_TRAJECTORIES)

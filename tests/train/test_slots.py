@@ -73,6 +73,12 @@ def test_names_come_from_the_prompt_paths_first_in_order_of_first_appearance():
     assert slot_names("no code here") == []
 
 
+def test_a_prompt_naming_more_paths_than_slots_keeps_the_first_ones():
+    text = " ".join(f"pkg/module_{i}.py" for i in range(len(TOKENS) + 8))
+    names = slot_names(text)
+    assert names == [f"pkg/module_{i}.py" for i in range(len(TOKENS))]
+
+
 def test_a_slotted_row_keeps_the_system_prompt_and_maps_back_exactly():
     row = slotted(ROW)
     assert row["prompt"][0] == ROW["prompt"][0]

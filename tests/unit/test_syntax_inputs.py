@@ -75,3 +75,15 @@ def test_a_step_is_located_by_registered_trajectory_and_known_instance() -> None
         inputs.locate("i1", None, 0)
     with pytest.raises(ConfigError, match="instance 'i1' is not in dataset 'bundled'"):
         inputs.locate("i1", traj.content_hash(), 0)
+
+
+def test_an_instance_outside_the_task_set_falls_back_to_the_default_set_and_says_so(capsys) -> None:
+    traj = Trajectory("demo__pkg0-0", "p", [Step("t", EXPERT)])
+    inputs = StepInputs([traj], [])  # an empty task set: no instance is known
+    if not inputs._engine():
+        pytest.skip("no Docker engine answers (the fallback before this one)")
+    reward = SRLReward(mode="layered", inputs=inputs)
+    assert _syntax(reward, ["rg foo src"]) == [1.0]  # the default set has rg
+    assert inputs("demo__pkg0-0", traj.content_hash(), 0) == (None, None)
+    assert "not in the task set" in (reward.syntax_fallback or "")
+    assert capsys.readouterr().err.count("not in the task set") == 1  # said once

@@ -67,6 +67,7 @@ def slot_names(text: str) -> list[str]:
     names = {w for path in found for w in _WORD.findall(path.removesuffix(".py"))}
     names |= set(_TEST_ID.findall(text)) | set(_DEFINED.findall(text))
     names = {n for n in names if _slottable(n)}
+    paths = paths[:SLOTS]
     rest = _replacer(paths)(text) if paths else text  # a word only inside a slotted path needs no slot
     first: dict[str, int] = {}
     for match in _ANY_WORD.finditer(rest):

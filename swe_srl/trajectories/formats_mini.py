@@ -5,8 +5,15 @@ tool calls (``bash`` tool calls, each its own step, observations as ``role: tool
 environment ran in each assistant message's ``extra.actions``; that list is used when present, else the tool
 calls, else mini's own regex on the text (exactly one fence, else a format error: not an action).
 
-* The submission command (``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT …``, 1.0's ``echo MINI_SWE_AGENT_FINAL_OUTPUT``,
-  also after ``cd DIR &&``) becomes ``submit``; actions after it in the same message never ran and are dropped.
+* The submission is the step whose output's first line is the sentinel (``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``,
+  1.x also ``MINI_SWE_AGENT_FINAL_OUTPUT``), as mini decides it: that output is never recorded as an observation, the
+  run ends there with exit status ``Submitted`` (2.x: a ``role: exit`` message; 1.x: a last user message holding the
+  submission). So in a ``Submitted`` run the last action that ran, whatever its command (``cd /testbed && git diff
+  > patch.txt && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt``), becomes ``submit``; of several
+  unobserved actions in that message, the first that names the sentinel, and the ones after it never ran and are
+  dropped. A step with a recorded observation is never the submission (2.x goes on when such a command exits
+  non-zero). A record without an exit status falls back to the command form (``echo SENTINEL`` first, also after
+  ``cd DIR &&``).
 * Observations are what the agent saw with only the ``<returncode>N</returncode>`` line and the ``<output>`` wrapper
   taken off (N is the step's exit code); the long-output form (``<warning>``, ``<output_head>``,
   ``<elided_chars>``, ``<output_tail>``) and ``<exception>`` lines are kept verbatim.
@@ -30,6 +37,7 @@ MINI_SUBMIT = re.compile(
     r"\A(?:cd\s+\S+\s*&&\s*)*echo\s+(['\"]?)(?:COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT)\1"
     r"(?=\s|;|&|\||\Z)"
 )
+SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 NOT_EXECUTED = "action was not executed"
 """2.x's ``exception_info`` of a tool call that never ran (its message's earlier call ended the run)."""
 _RETURNCODE = re.compile(
@@ -76,6 +84,45 @@ def _commands(message: dict[str, Any], where: str) -> tuple[str, list[tuple[str,
     return text.strip().removeprefix("THOUGHT:").strip(), actions
 
 
+def _exit_status(record: dict[str, Any], messages: list[Any]) -> str | None:
+    """How the run ended: the ``role: exit`` message's status (2.x), else the record's, else None."""
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    extra = last.get("extra") if isinstance(last.get("extra"), dict) else {}
+    info = record.get("info") if isinstance(record.get("info"), dict) else {}
+    status = extra.get("exit_status") if last.get("role") == "exit" else None
+    status = status or info.get("exit_status") or record.get("exit_status")
+    return str(status) if status else None
+
+
+def _run_messages(messages: list[Any], submitted: bool) -> list[Any]:
+    """The messages less the run's ending: 2.x's ``role: exit`` message, or 1.x's last user message holding the
+    submission (no ``<returncode>`` line) right after the submitting assistant message."""
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    before = messages[-2] if len(messages) > 1 and isinstance(messages[-2], dict) else {}
+    if last.get("role") == "exit":
+        return messages[:-1]
+    ending_1x = last.get("role") == "user" and before.get("role") == "assistant"
+    if submitted and ending_1x and not _RETURNCODE.match(text_of(last.get("content"))):
+        return messages[:-1]
+    return messages
+
+
+def _mark_submission(steps: list[Step], unobserved: list[Step], status: str | None) -> list[Step]:
+    """The steps with the submission (see the module docstring) made ``submit`` and the actions after it dropped."""
+    if status is not None and status.lower() != "submitted":
+        return steps
+    if status is None:
+        chosen = next((s for s in unobserved if mini_action(s.action) == "submit"), None)
+    else:
+        named = [s for s in unobserved if any(word in s.action for word in SENTINELS)]
+        chosen = (named or unobserved[-1:] or [None])[0]
+    if chosen is None:
+        return steps
+    chosen.action = "submit"
+    dropped = unobserved[unobserved.index(chosen) + 1 :]
+    return [s for s in steps if not any(s is d for d in dropped)]
+
+
 def parse_mini(record: dict[str, Any], where: str) -> Trajectory:
     """One mini-swe-agent record (any version above) → Trajectory."""
     messages = record.get("messages")
@@ -83,6 +130,17 @@ def parse_mini(record: dict[str, Any], where: str) -> Trajectory:
         messages = json.loads(messages)
     if not isinstance(messages, list):
         raise TrajectoryFormatError(f"{where}: 'messages' must be a list of chat messages")
+    status = _exit_status(record, messages)
+    problem, steps, unobserved = _parse_messages(
+        _run_messages(messages, (status or "").lower() == "submitted"), where
+    )
+    return finish_trajectory(
+        record, where, "mini-swe-agent", problem, _mark_submission(steps, unobserved, status)
+    )
+
+
+def _parse_messages(messages: list[Any], where: str) -> tuple[str, list[Step], list[Step]]:
+    """(problem, steps, the last assistant message's steps whose output was never recorded)."""
     problem, steps, pending = "", [], []
     by_id: dict[str, Step] = {}
     awaiting: list[Step] = []
@@ -102,13 +160,11 @@ def parse_mini(record: dict[str, Any], where: str) -> Trajectory:
             pending.append(thought)
             awaiting = []
             for command, call_id in commands:
-                steps.append(Step(thought="\n\n".join(p for p in pending if p), action=mini_action(command)))
+                steps.append(Step(thought="\n\n".join(p for p in pending if p), action=command))
                 pending = []
                 awaiting.append(steps[-1])
                 if call_id:
                     by_id[str(call_id)] = steps[-1]
-                if steps[-1].action == "submit":
-                    break
         elif role in ("user", "tool") and not extra.get("interrupt_type"):
             step = by_id.pop(str(message.get("tool_call_id")), None) if role == "tool" else None
             step = step or (awaiting[0] if awaiting else None)
@@ -119,4 +175,4 @@ def parse_mini(record: dict[str, Any], where: str) -> Trajectory:
                 steps = [s for s in steps if s is not step]
                 continue
             step.observation, step.exit_code = mini_observation(text_of(message.get("content")))
-    return finish_trajectory(record, where, "mini-swe-agent", problem, steps)
+    return problem, steps, awaiting

@@ -9,7 +9,7 @@ import pytest
 
 from swe_srl.trajectories.formats import run_metadata, tool_action
 from swe_srl.trajectories.formats_mini import mini_action, mini_observation
-from swe_srl.trajectories.importers import import_trajectories, import_with_stats
+from swe_srl.trajectories.importers import import_trajectories, import_with_stats, parse_record
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trajectories"
 PROBLEM = "calc.add returns the difference of its arguments instead of the sum."
@@ -79,6 +79,55 @@ def test_mini_v2_tool_calls() -> None:
         "",
     ]
     assert traj.instance_id == "toy__calc-11" and traj.metadata["model"] == "openai/gpt-5-mini"
+
+
+SUBMIT = (
+    "cd /testbed && git diff -- calc.py util.py > patch.txt && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat "
+    "patch.txt"
+)
+
+
+def test_mini_submission_is_the_step_that_ended_a_submitted_run() -> None:
+    """2.x: the action before the ``role: exit`` message of a ``Submitted`` run is the submission, whatever its
+    command; a sentinel command whose output was recorded (it exited 1, so mini went on) stays a command."""
+    (traj,) = import_trajectories(str(FIXTURES / "toy__calc-16.traj.json"))
+    assert _steps(traj) == [
+        (SED, "", 0),
+        (
+            "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && python -m pytest -q /testbed",
+            "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n1 failed",
+            1,
+        ),
+        ("submit", "", None),
+    ]
+    assert traj.steps[-1].thought == "Write the patch and submit it."
+    assert traj.metadata["exit_status"] == "Submitted" and traj.patch == "diff --git a/calc.py b/calc.py\n"
+
+
+def test_mini_v1_submission_message_is_not_an_observation() -> None:
+    """1.x: the last user message holds the submission (no return code); its action becomes ``submit``."""
+    (traj,) = import_trajectories(str(FIXTURES / "toy__calc-17.traj.json"))
+    assert _steps(traj) == [("sed -i 's/a - b/a + b/' calc.py", "", 0), ("submit", "", None)]
+    assert traj.instance_id == "toy__calc-17" and traj.patch == "diff --git a/calc.py b/calc.py\n"
+
+
+@pytest.mark.parametrize(
+    ("status", "last"),
+    [("Submitted", "submit"), ("LimitsExceeded", SUBMIT), (None, SUBMIT)],
+)
+def test_mini_submission_needs_a_submitted_run(status: str | None, last: str) -> None:
+    """Only a ``Submitted`` run has a submission; without an exit status the command form decides (this command
+    does not start with ``echo``, so it stays a command)."""
+    record = {
+        "instance_id": "toy__calc-18",
+        "info": {"exit_status": status} if status else {},
+        "messages": [
+            {"role": "user", "content": PROBLEM},
+            {"role": "assistant", "content": f"```bash\n{SUBMIT}\n```"},
+        ],
+    }
+    traj = parse_record(record, "record", "mini-swe-agent")
+    assert [s.action for s in traj.steps] == [last]
 
 
 @pytest.mark.parametrize(

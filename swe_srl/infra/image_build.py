@@ -17,6 +17,7 @@ from rich.console import Console
 from swe_srl import paths
 from swe_srl.errors import ImageBuildError
 from swe_srl.infra.engine import docker_client
+from swe_srl.infra.sandbox.janitor import OWNER, OWNER_LABEL, container_labels
 
 LOG_TAIL_LINES = 40
 
@@ -71,7 +72,7 @@ def build_context(
     for name, data in files.items():
         (context / name).parent.mkdir(parents=True, exist_ok=True)
         (context / name).write_bytes(data)
-    (context / "Dockerfile").write_text(dockerfile)
+    (context / "Dockerfile").write_text(run_labelled(dockerfile))
     _docker_build(tag, context, console or Console(stderr=True))
 
 
@@ -80,8 +81,25 @@ def build_log_path(tag: str) -> Path:
     return paths.cache_dir("logs") / f"build-{tag.replace('/', '_').replace(':', '_')}.log"
 
 
-def _docker_build(tag: str, context: Path, console: Console) -> None:
+def run_labelled(dockerfile: str) -> str:
+    """``dockerfile`` whose step containers carry this run's labels (``swe-srl.run-id``, ``swe-srl.pid``...), like
+    the sandboxes, so the janitor and a stopped run's checks see them: a ``LABEL`` after each ``FROM`` (the engine's
+    step containers take the labels of the image so far), cleared again at the end so the image holds no run's."""
+    labels = container_labels()
+    own = "LABEL " + " ".join(f'"{key}"="{value}"' for key, value in labels.items())
+    clear = "LABEL " + " ".join(f'"{key}"=""' for key in labels if key != OWNER_LABEL)
+    lines = [line for text in dockerfile.splitlines() for line in ([text, own] if _is_from(text) else [text])]
+    return "\n".join([*lines, clear]) + "\n"
 
+
+def _is_from(line: str) -> bool:
+    return line.strip().upper().startswith("FROM ")
+
+
+def _docker_build(tag: str, context: Path, console: Console) -> None:
+    """The engine's build of ``context``. The engine cancels the build and removes its step container
+    (``forcerm``) when this process's connection closes, so an interrupted or killed run (SIGKILL included)
+    leaves no build container behind."""
     tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
     api = docker_client().api
     error = None
@@ -94,7 +112,7 @@ def _docker_build(tag: str, context: Path, console: Console) -> None:
                 rm=True,
                 forcerm=True,
                 decode=True,
-                labels={"swe-srl.owner": "swe-srl"},
+                labels={OWNER_LABEL: OWNER},
             )
             for chunk in stream:
                 text = str(chunk.get("stream") or chunk.get("status") or "").rstrip()

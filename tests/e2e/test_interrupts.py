@@ -172,6 +172,48 @@ def test_stopped_eval_leaves_nothing_and_resumes(docker_engine, two_test_ids, tm
     assert report["statuses"] == {"resolved": 2} and report["interrupted_ids"] == []
 
 
+def _slow_build_dataset(path: Path) -> Path:
+    """A bundled test task whose env recipe sleeps 300 s (a fresh tag each time, so the build always runs)."""
+    from swe_srl.benchmark.instances import load_instances
+
+    record = load_instances("bundled:test")[0].to_record()
+    step = f"echo slow-build-{uuid.uuid4().hex[:8]} && sleep 300"
+    record["env"] = record["env"] | {"env_setup": [*record["env"].get("env_setup", []), step]}
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_stopped_eval_during_an_image_build_leaves_nothing(docker_engine, tmp_path: Path, sig) -> None:
+    """``sig`` while the engine runs a step of the task's env image build: the build's step container carries the
+    run's labels and is gone within 60 s with the run's processes; another run's container is left alone."""
+    from swe_srl.infra.images import ensure_base_image
+
+    dataset = _slow_build_dataset(tmp_path / "slow.jsonl")
+    other = docker_engine.containers.run(
+        ensure_base_image(),
+        ["sleep", "600"],
+        detach=True,
+        labels={"swe-srl.owner": "swe-srl", "swe-srl.run-id": f"other-{uuid.uuid4().hex[:8]}",
+                "swe-srl.pid": str(os.getpid()), "swe-srl.host": os.uname().nodename},
+    )  # fmt: skip
+    try:
+        args = ["--policy", "gold", "--dataset", str(dataset), "-o", str(tmp_path / "run")]
+        run = Run([*CLI, "eval", *args], tmp_path / "build")
+        run.wait_for_container(docker_engine)
+        (step,) = _containers(docker_engine, run.run_id)
+        assert "swe-srl-setup.sh" in str(step.attrs.get("Command")), (
+            step.attrs
+        )  # the build's, not an episode's
+        code = run.stop_and_check(docker_engine, sig)
+        if sig != signal.SIGKILL:
+            assert code in ((1, 130) if sig == signal.SIGINT else (128 + sig,)), run.log.read_text()[-2000:]
+        other.reload()
+        assert other.status == "running"
+    finally:
+        other.remove(force=True)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_python_program_using_the_env_leaves_nothing(
     docker_engine, two_test_ids, tmp_path: Path, sig

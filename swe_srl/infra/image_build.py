@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import fcntl
+import os
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -44,16 +47,31 @@ def run_logged(cmd: list[str], what: str, console: Console | None, stdin: IO[byt
     )
     with console.status(what) as status, open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace")  # fmt: skip
+                                errors="replace", start_new_session=True)  # fmt: skip
         assert proc.stdout is not None
-        for line in proc.stdout:
-            out.write(line)
-            tail.append(line.rstrip())
-            status.update(f"{what}: {line.strip()[:100]}")
-        code = proc.wait()
+        try:
+            for line in proc.stdout:
+                out.write(line)
+                tail.append(line.rstrip())
+                status.update(f"{what}: {line.strip()[:100]}")
+            code = proc.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: the command and everything it started end with the run
+            _end_group(proc)
+            raise
     if code != 0:
         body = "\n".join(tail)
         raise ImageBuildError(f"{what} failed with exit code {code} (full log: {log}); last lines:\n{body}")
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """Stop ``proc``'s process group (its own session): SIGTERM, up to 5 s for it to end, then SIGKILL."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def build_context(

@@ -7,7 +7,8 @@ closes them sooner and cleanly (atexit, SIGTERM via ``signals.install_sigterm_ha
 threads via :func:`stop_threads`); the janitor (:func:`reap`) is for engines that were down meanwhile.
 
 Every swe-srl container carries ``swe-srl.owner=swe-srl``, ``swe-srl.run-id``, ``swe-srl.pid``, ``swe-srl.host``
-and ``swe-srl.created-at`` (unix seconds). ``reap()`` removes those whose creating process is gone (same host),
+and ``swe-srl.created-at`` (unix seconds), the step containers of an image build too (``image_build.run_labelled``;
+the engine removes them itself when the build's connection closes, SIGKILL included). ``reap()`` removes those whose creating process is gone (same host),
 that are older than a given age, or all of them.
 """
 

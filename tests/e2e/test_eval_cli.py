@@ -34,19 +34,6 @@ def _predictions(out: Path) -> dict[str, dict]:
     return {r["instance_id"]: r for r in map(json.loads, lines)}
 
 
-@pytest.fixture(scope="module")
-def tiny(docker_engine, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from agent_tasks import make_tiny_dataset
-
-    from swe_srl.benchmark.instances import load_instances
-    from swe_srl.infra.recipes import instance_image
-
-    path = make_tiny_dataset(tmp_path_factory.mktemp("tiny-tasks"))
-    for instance in load_instances(str(path)):
-        instance_image(instance)
-    return path
-
-
 @pytest.mark.parametrize(("policy", "resolved"), [("gold", 1.0), ("empty", 0.0)])
 def test_gold_resolves_and_empty_fails_on_bundled_test_tasks(
     policy: str, resolved: float, tmp_path: Path

@@ -54,19 +54,6 @@ def _gold_server(instances):
     return serving(answer, usage=True)
 
 
-@pytest.fixture(scope="module")
-def tiny(docker_engine, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from agent_tasks import make_tiny_dataset
-
-    from swe_srl.benchmark.instances import load_instances
-    from swe_srl.infra.recipes import instance_image
-
-    path = make_tiny_dataset(tmp_path_factory.mktemp("tiny-tasks"))
-    for instance in load_instances(str(path)):
-        instance_image(instance)
-    return path
-
-
 def test_gold_as_search_replace_resolves_what_gold_resolves_on_bundled_test(
     docker_engine, tmp_path: Path
 ) -> None:

@@ -84,7 +84,9 @@ def make_rollout_func(
         generate_batch = generate_factory(trainer, max_new_tokens)
         rows = [{"prompt": prompt} for prompt in prompts]
         run_batch = getattr(runner, "run_batch", None)
-        with full_weights(trainer.model):  # FSDP: gathered once; each process's episodes take their own turns
+        with full_weights(
+            getattr(trainer, "model", None)
+        ):  # FSDP: gathered once; each process's episodes take their own turns
             if run_batch is not None:
                 results = run_batch(rows, generate_batch)
             else:

@@ -14,10 +14,11 @@ from typing import Any
 @contextlib.contextmanager
 def full_weights(model: Any) -> Iterator[Any]:
     """``model`` with its FSDP2 units unsharded and kept so for every forward inside the block (no collective per
-    forward), resharded on exit; any other model (one process, DDP, CPU) as it is."""
+    forward), resharded on exit; any other model (one process, DDP, CPU), or none (a rollout without a trainer), as
+    it is."""
     from torch.distributed.fsdp import FSDPModule
 
-    units = [m for m in model.modules() if isinstance(m, FSDPModule)]
+    units = [m for m in model.modules() if isinstance(m, FSDPModule)] if model is not None else []
     if not units:
         yield model
         return

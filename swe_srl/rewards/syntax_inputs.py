@@ -94,9 +94,7 @@ class StepInputs:
 
     def instance(self, instance_id: str) -> Instance:
         """The instance named ``instance_id`` (``instances``, else ``dataset``, loaded on first use)."""
-        if self._instances is None:
-            self._instances = {i.instance_id: i for i in load_instances(self.dataset)}
-        if instance_id not in self._instances:
+        if not self.knows(instance_id):
             raise ConfigError(f"instance {instance_id!r} is not in dataset {self.dataset!r}")
         return self._instances[instance_id]
 

@@ -119,12 +119,14 @@ def resolve(data: dict[str, Any], cuda: bool) -> tuple[dict[str, Any], Start]:
     return merged, start
 
 
-def load_config(path: Path | None = None, overrides: list[str] | None = None, **cli: Any) -> TrainConfig:
+def load_config(
+    path: Path | None = None, overrides: list[str] | None = None, *, cuda: bool | None = None, **cli: Any
+) -> TrainConfig:
     """Build a config: the start's preset (or ``preset:`` / ``--preset``), then an optional YAML file, then ``cli``
     values (None = unset), then dotted overrides. TRL options are checked (names, types, vLLM, version) before any
-    work."""
+    work. ``cuda``: resolve the device adjustments as on a CUDA machine (True) or on CPU (False); None = this one."""
     data, source = _user_layers(path, list(overrides or []), cli)
-    merged, start = resolve(data, _cuda())
+    merged, start = resolve(data, _cuda() if cuda is None else cuda)
     try:
         config = TrainConfig.model_validate(merged)
     except ValidationError as exc:

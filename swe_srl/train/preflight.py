@@ -7,28 +7,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from swe_srl.errors import TrainingError
-from swe_srl.train.config import _format_error, _user_layers, check_combinations, resolve, start_of
+from swe_srl.train.config import load_config, start_of
 from swe_srl.train.plan import GIB, plan_for, render
 from swe_srl.train.record import write_config
 from swe_srl.train.schema import TrainConfig
-from swe_srl.train.trl_options import check_trl_options
 
 
 def gpu_config(path: Path | None, overrides: list[str], cli: dict[str, Any]) -> TrainConfig:
     """The run's config as it resolves on a CUDA machine (``swe-srl train``'s layers: preset → YAML → flags →
     ``--set``), whatever this machine has: the plan is for the GPUs, not for here."""
-    data, source = _user_layers(path, overrides, cli)
-    merged, start = resolve(data, cuda=True)
-    try:
-        config = TrainConfig.model_validate(merged)
-    except ValidationError as exc:
-        raise _format_error(exc, source) from exc
-    check_trl_options(config.trl, config.advantage)
-    check_combinations(config, start)
-    return config
+    return load_config(path, overrides, cuda=True, **cli)
 
 
 def dry_run(config: TrainConfig, gpus: int, gpu_memory_gib: float, console) -> int:

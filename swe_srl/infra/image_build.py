@@ -20,6 +20,7 @@ from rich.console import Console
 from swe_srl import paths
 from swe_srl.errors import ImageBuildError
 from swe_srl.infra.engine import docker_client
+from swe_srl.infra.orphan_guard import guarded
 from swe_srl.infra.sandbox.janitor import OWNER, OWNER_LABEL, container_labels
 
 LOG_TAIL_LINES = 40
@@ -37,8 +38,17 @@ def file_lock(tag: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def run_logged(cmd: list[str], what: str, console: Console | None, stdin: IO[bytes] | None = None) -> None:
-    """Run ``cmd`` showing its last output line as progress; ``ImageBuildError`` with the log tail on failure."""
+def run_logged(
+    cmd: list[str],
+    what: str,
+    console: Console | None,
+    stdin: IO[bytes] | None = None,
+    cleanup: Path | None = None,
+) -> None:
+    """Run ``cmd`` showing its last output line as progress; ``ImageBuildError`` with the log tail on failure.
+
+    ``cmd`` runs under :mod:`orphan_guard`: it and everything it started end with this process, SIGKILL included,
+    and the guard then removes ``cleanup`` (what only this process would have removed)."""
     console = console or Console(stderr=True)
     tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
     log = (
@@ -46,7 +56,7 @@ def run_logged(cmd: list[str], what: str, console: Console | None, stdin: IO[byt
         / f"{what.split()[0]}-{what.split()[-1].replace('/', '_').replace(':', '_')}.log"
     )
     with console.status(what) as status, open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        proc = subprocess.Popen(guarded(cmd, cleanup), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace", start_new_session=True)  # fmt: skip
         assert proc.stdout is not None
         try:
@@ -149,16 +159,6 @@ def _docker_build(tag: str, context: Path, console: Console) -> None:
         raise ImageBuildError(f"building {tag} failed: {error}; full build log: {log}; last lines:\n{body}")
     log.unlink(missing_ok=True)  # built: the image is the record
     console.print(f"[green]built[/] {tag}")
-
-
-def unmount_under(root: Path) -> None:
-    """Unmount anything a failed debootstrap left mounted under ``root`` (before the temp dir is deleted)."""
-    prefix = str(root.resolve())
-    mounts = [
-        line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if len(line.split()) > 1
-    ]
-    for mount in sorted((m for m in mounts if m.startswith(prefix)), reverse=True):
-        subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
 
 
 def init_submodule(dest: Path, path: str) -> None:

@@ -35,8 +35,8 @@ from swe_srl.infra.image_build import (
     file_lock,
     init_submodule,
     run_logged,
-    unmount_under,
 )
+from swe_srl.infra.orphan_guard import unmount_under
 from swe_srl.infra.sources import resolve_source
 
 SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
@@ -158,7 +158,7 @@ def _bootstrap_base(python: str, tag: str, console: Console | None) -> None:
         if mirror := os.environ.get("SWE_SRL_DEBIAN_MIRROR"):
             cmd.append(mirror)
         try:
-            run_logged(cmd, f"debootstrap {suite} for {tag}", console)
+            run_logged(cmd, f"debootstrap {suite} for {tag}", console, cleanup=Path(tmp))
             changes = [arg for change in _changes() for arg in ("--change", change)]
             tar = subprocess.Popen(
                 ["tar", "-C", str(rootfs), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE

@@ -1,5 +1,6 @@
-"""A host command of an image build (debootstrap, ``docker import``) ends with its run: Ctrl-C or SIGTERM of the
-process running :func:`run_logged` stops the command and every process it started (a real process tree)."""
+"""A host command of an image build (debootstrap, ``docker import``) ends with its run: Ctrl-C, SIGTERM or SIGKILL
+of the process running :func:`run_logged` stops the command and every process it started (a real process tree);
+after a SIGKILL the guard also removes the half-built directory the run can no longer remove."""
 
 from __future__ import annotations
 
@@ -12,12 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from swe_srl.errors import ImageBuildError
+from swe_srl.infra.image_build import run_logged
+
 PROGRAM = """
+import sys
+from pathlib import Path
 from swe_srl.infra.image_build import run_logged
 from swe_srl.infra.sandbox.signals import install_sigterm_handler
 
 install_sigterm_handler()  # as every swe-srl command does
-run_logged(["bash", "-c", "sleep 300 & sleep 301 & wait"], "debootstrap test for t", None)
+scratch = Path(sys.argv[1])
+cmd = ["bash", "-c", f"touch {scratch}/half-built; sleep 300 & sleep 301 & wait"]
+run_logged(cmd, "debootstrap test for t", None, cleanup=scratch)
 """
 
 
@@ -41,11 +49,13 @@ def _env_marker(pid: int, root: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
-def test_interrupted_build_command_leaves_no_process(sig: int) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_interrupted_build_command_leaves_no_process(sig: int, tmp_path: Path) -> None:
     marker = str(os.getpid())
     env = {**os.environ, "SWE_SRL_TEST_ROOT": marker}
-    proc = subprocess.Popen([sys.executable, "-c", PROGRAM], env=env, stderr=subprocess.PIPE,
+    scratch = tmp_path / "rootfs-scratch"
+    scratch.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", PROGRAM, str(scratch)], env=env, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline = time.monotonic() + 60
     while len(_sleeps_below(int(marker))) < 2:
@@ -59,3 +69,15 @@ def test_interrupted_build_command_leaves_no_process(sig: int) -> None:
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, f"processes left after {signal.Signals(sig).name}: {left}"
+    if sig == signal.SIGKILL:  # the run cannot clean up: its guard does, once the command's group is gone
+        while scratch.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not scratch.exists(), sorted(p.name for p in scratch.iterdir())
+    else:  # the run's own cleanup (its ``finally``) owns the directory; the guard left it alone
+        assert (scratch / "half-built").exists()
+
+
+def test_the_guard_passes_the_exit_status_and_output_on() -> None:
+    with pytest.raises(ImageBuildError, match=r"exit code 3[\s\S]*last words"):
+        run_logged(["bash", "-c", "echo last words; exit 3"], "docker import test:t", None)
+    run_logged(["bash", "-c", "exit 0"], "docker import test:t", None)

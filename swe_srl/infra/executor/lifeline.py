@@ -10,17 +10,14 @@ goes away, even by SIGKILL: ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` on Linux, and a
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import signal
-import sys
 import threading
 import time
 
+from swe_srl.infra.orphan_guard import set_pdeathsig
 from swe_srl.infra.sandbox import janitor, signals
 
-PR_SET_PDEATHSIG = 1
 POLL_S = 1.0
 GRACE_S = 20.0
 """Seconds an orphaned worker may spend closing its sandboxes before it is ended hard."""
@@ -32,15 +29,8 @@ def worker_init(parent_pid: int, run_id: str) -> None:
     janitor.RUN_ID = run_id
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signals.install_sigterm_handler()
-    _set_pdeathsig(signal.SIGTERM)
+    set_pdeathsig(signal.SIGTERM)  # no libc: the watchdog alone
     threading.Thread(target=_watch, args=(parent_pid,), name="swe-srl-lifeline", daemon=True).start()
-
-
-def _set_pdeathsig(sig: int) -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):  # no libc: the watchdog alone
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 def _watch(parent_pid: int) -> None:

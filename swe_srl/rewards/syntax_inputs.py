@@ -84,6 +84,7 @@ class StepInputs:
             self.add_trajectory(traj)
         self.fallback: str | None = None
         self._docker: bool | None = None
+        self._located: dict[tuple[str, str, int], tuple[frozenset[str], frozenset[str]]] = {}
 
     def add_trajectory(self, traj: Trajectory) -> None:
         """Register ``traj`` under its content hash, with the steps decomposition keeps (so sample steps match)."""
@@ -130,8 +131,11 @@ class StepInputs:
         if not self._trajectories:
             self._fall_back(NO_TRAJECTORIES)
             return image_executables_of(self.instance(instance_id), repos_dir=self.repos_dir), None
-        instance, traj = self.locate(instance_id, trajectory_hash, step)
-        return step_inputs(instance, traj, step, repos_dir=self.repos_dir)
+        key = (instance_id, trajectory_hash, step)
+        if key not in self._located:  # each step's inputs are read once (expert states: a JSON file and a diff)
+            instance, traj = self.locate(instance_id, trajectory_hash, step)
+            self._located[key] = step_inputs(instance, traj, step, repos_dir=self.repos_dir)
+        return self._located[key]
 
     def _fall_back(self, why: str) -> None:
         if self.fallback != why:

@@ -23,7 +23,7 @@ TINY_TRL_DEFAULTS: dict[str, Any] = {
     "gradient_accumulation_steps": 1,
     "max_completion_length": 32,  # 87% of the train split's expert actions fit (vocab 2048)
     "max_grad_norm": 1.0,
-    "max_steps": 80,  # ~7 s a step on 2 cores; 40 ended level or lower on dev (docs/experiments.md)
+    "max_steps": 80,  # 40 ended level or lower on dev (docs/experiments.md)
     "logging_steps": 1,
     "save_steps": 40,
     "bf16": False,

@@ -135,6 +135,7 @@ def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, co
         dynamic_sampling=config.dynamic_sampling,
         format_prefix=prefix,
         fast_generation=False,
+        shared_prompts=config.shared_prompts,
     )
     trainer.remove_callback(PrinterCallback)
     return trainer, runner

@@ -150,6 +150,7 @@ def build_trainer(
         dynamic_sampling=config.dynamic_sampling,
         format_prefix=prefix,
         fast_generation=config.fast_generation,
+        shared_prompts=config.shared_prompts,
         rloo_scale=config.trl.get("scale_rewards", "none"),
         view=view,
         **config.loss.model_dump(),  # sft_weight, replay_weight, replay_batch, sft_thought

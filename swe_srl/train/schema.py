@@ -102,6 +102,11 @@ class TrainConfig(StrictOptions):
     fast_generation: bool = Field(
         True, description="On CUDA: static KV cache + compiled decoding for rollouts."
     )
+    shared_prompts: bool = Field(
+        True,
+        description="One process: run each group's prompt once per forward and generation, its KV cache shared by "
+        "the group's completions (the same numbers, up to float rounding).",
+    )
     max_prompt_tokens: int | None = Field(
         None,
         ge=32,

@@ -63,7 +63,9 @@ def resolve_samples(config: TrainConfig):
             f"--tasks {config.tasks} without --trajectories: pass the expert trajectories of that task set "
             "(`swe-srl expert generate` or any importer format), or drop --tasks for the bundled default"
         )
-    return default_sample_set(config.oracle_files, expert_seeds=config.expert_seeds)
+    return default_sample_set(
+        config.oracle_files, expert_seeds=config.expert_seeds, heldout=config.heldout_split
+    )
 
 
 def build_effect(config: TrainConfig, sample_set) -> Any:

@@ -131,17 +131,19 @@ def build_samples(
     return SampleSet(path, trajs, list(instances) if instances is not None else None)
 
 
-def default_sample_set(oracle_files: bool, *, expert_seeds: int) -> SampleSet:
+def default_sample_set(oracle_files: bool, *, expert_seeds: int, heldout: str | None = None) -> SampleSet:
     """Bundled suite: scripted trajectories of the train split (trained on; ``expert_seeds`` runs per task, seeds
     0..N-1: each seed picks other commands for the same task, so the same problem comes with different histories),
-    the dev split (choosing defaults) and the test split (held out), one run each."""
+    the dev split (choosing defaults) and the test split (held out), one run each; with ``heldout`` only that one of
+    dev and test (a run never reads the other: ``data.split_rows``)."""
 
     instances = load_instances("bundled")
+    wanted = ("train", "dev", "test") if heldout is None else ("train", heldout)
     splits = sorted({str(i.extra.get("split")) for i in instances})
     sources = [
         str(default_trajectories(split=split, seed=seed))
         for split in splits
-        if split in ("train", "dev", "test")
+        if split in wanted
         for seed in range(expert_seeds if split == "train" else 1)
     ]
     return build_samples(sources, instances=instances, oracle_files=oracle_files)

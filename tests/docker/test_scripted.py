@@ -70,6 +70,11 @@ def test_expert_seeds_give_each_train_task_several_runs(docker_engine) -> None:
     # two runs per train task (two seeds may, rarely, script the same trajectory); dev and test keep one
     assert train and max(train) == 2 and sum(n == 2 for n in train) >= len(train) - 1, train
     assert {len(h) for (split, _), h in runs.items() if split != "train"} == {1}
+    # a run holding out test never reads dev, so it does not generate dev's trajectories; train is the same
+    rows = read_samples(default_sample_set(True, expert_seeds=2, heldout="test").path)
+    assert {r["split"] for r in rows} == {"train", "test"}
+    trained = [r for r in read_samples(sample_set.path) if r["split"] == "train"]
+    assert [r["prompt"] for r in rows if r["split"] == "train"] == [r["prompt"] for r in trained]
 
 
 def _waits_on_flock(pid: int) -> bool:

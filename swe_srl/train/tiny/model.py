@@ -24,6 +24,9 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from rich.console import Console
+from rich.progress import Progress, TextColumn
+
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.fitting import fit_rows
@@ -34,6 +37,7 @@ from swe_srl.train.tiny.induction import RepeatedSpans
 from swe_srl.train.tiny.slots import TOKENS, policy_action, slotted, view_of
 
 EOS, PAD, IM_START = "<|im_end|>", "<|endoftext|>", "<|im_start|>"
+ERR = Console(stderr=True)
 CHAT_TEMPLATE = (
     "{%- for m in messages %}"
     "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
@@ -231,9 +235,16 @@ def make_tiny_policy(
         return directory
     tokenizer = build_tokenizer(texts, options.vocab_size, options.slots)
     model = build_model(tokenizer, options)
-    losses = (
-        format_warmup(model, tokenizer, warmup_rows, options) if warmup_rows and options.warmup_steps else []
-    )
+    losses: list[float] = []
+    if warmup_rows and options.warmup_steps:
+        with Progress(
+            *Progress.get_default_columns(), TextColumn("loss {task.fields[loss]}"), console=ERR
+        ) as bar:
+            task = bar.add_task("format warm-up", total=options.warmup_steps, loss="…")
+            losses = format_warmup(
+                model, tokenizer, warmup_rows, options,
+                on_step=lambda _step, loss: bar.update(task, advance=1, loss=f"{loss:.3f}"),
+            )  # fmt: skip
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
     try:

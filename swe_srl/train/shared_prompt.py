@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from typing import Any
 
 import torch
@@ -83,37 +84,39 @@ def shared_prompt_logps(
 
 
 def share_generation_prefill(model: torch.nn.Module) -> None:
-    """Make ``model.generate`` prefill each distinct prompt once (an instance attribute; idempotent).
+    """Make ``model.generate`` prefill each distinct prompt once (a method bound to this instance, so a deep copy
+    binds its copy; idempotent).
 
     Applies only to a dynamic cache: a call that names a cache or sets ``cache_implementation`` (a static, compiled
     cache) goes to the model's own ``generate`` unchanged.
     """
     if getattr(model.generate, "_shared_prefill", False):
         return
-    generate = model.generate
+    model.generate = types.MethodType(_shared_generate, model)  # type: ignore[method-assign]
+
+
+def _shared_generate(model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    generate = functools.partial(type(model).generate, model)
     key = _cache_key(model)
+    ids, mask = kwargs.get("input_ids"), kwargs.get("attention_mask")
+    config = kwargs.get("generation_config") or model.generation_config
+    if args or ids is None or mask is None or key in kwargs or ids.size(1) < 2:
+        return generate(*args, **kwargs)
+    if getattr(config, "cache_implementation", None):  # static (compiled) caches are sized by generate
+        return generate(*args, **kwargs)
+    groups = prompt_groups(ids, mask)
+    if groups is None:
+        return generate(*args, **kwargs)
+    first, inverse = groups
+    head, head_mask = ids[first, :-1], mask[first, :-1]
+    positions = head_mask.long().cumsum(-1) - 1  # generate's positions for left-padded rows
+    positions.masked_fill_(head_mask == 0, 1)
+    with torch.no_grad():
+        cache = prefill(model, head, head_mask, positions)
+    if cache is None:
+        return generate(*args, **kwargs)
+    cache.batch_select_indices(inverse)
+    return generate(*args, **kwargs, **{key: cache})
 
-    @functools.wraps(generate)
-    def shared_generate(*args: Any, **kwargs: Any) -> Any:
-        ids, mask = kwargs.get("input_ids"), kwargs.get("attention_mask")
-        config = kwargs.get("generation_config") or model.generation_config
-        if args or ids is None or mask is None or key in kwargs or ids.size(1) < 2:
-            return generate(*args, **kwargs)
-        if getattr(config, "cache_implementation", None):  # static (compiled) caches are sized by generate
-            return generate(*args, **kwargs)
-        groups = prompt_groups(ids, mask)
-        if groups is None:
-            return generate(*args, **kwargs)
-        first, inverse = groups
-        head, head_mask = ids[first, :-1], mask[first, :-1]
-        positions = head_mask.long().cumsum(-1) - 1  # generate's positions for left-padded rows
-        positions.masked_fill_(head_mask == 0, 1)
-        with torch.no_grad():
-            cache = prefill(model, head, head_mask, positions)
-        if cache is None:
-            return generate(*args, **kwargs)
-        cache.batch_select_indices(inverse)
-        return generate(*args, **kwargs, **{key: cache})
 
-    shared_generate._shared_prefill = True  # type: ignore[attr-defined]
-    model.generate = shared_generate  # type: ignore[method-assign]
+_shared_generate._shared_prefill = True  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@ gradients and sampled completions are those of the full forward and of plain ``g
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,7 @@ def test_shared_generation_samples_what_generate_samples():
     share_generation_prefill(shared)
     share_generation_prefill(shared)  # idempotent
     assert getattr(shared.generate, "_shared_prefill", False)
+    assert copy.deepcopy(shared).generate.__self__ is not shared  # a copy generates from its own weights
     seen: list[int] = []
     shared.model.embed_tokens.register_forward_hook(lambda _m, args, _o: seen.append(args[0].numel()))
     outputs = []

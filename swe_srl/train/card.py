@@ -25,7 +25,7 @@ def data_facts(config: TrainConfig, sample_set: Any, train_rows: list, test_rows
         sources = [
             "bundled suite: scripted-expert trajectories of bundled:train (trained on"
             + (f"; {config.expert_seeds} expert seeds per task" if config.expert_seeds > 1 else "")
-            + "), bundled:dev (choosing defaults) and bundled:test (held out)"
+            + f"), bundled:{config.heldout_split} (held out)"
         ]
     trajectories = list(getattr(sample_set, "trajectories", []) or [])
     return {

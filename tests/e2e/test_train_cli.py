@@ -70,7 +70,7 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
     for needle in (
         "embedded tiny Qwen2-shaped model",
         "bundled suite: scripted-expert trajectories of bundled:train (trained on; 4 expert seeds per task), "
-        "bundled:dev (choosing defaults) and bundled:test (held out)",
+        "bundled:test (held out)",
         f"{summary['train_samples'] + summary['warmup_samples']} train",  # the train split
         f"warm-up saw {summary['warmup_samples']} of them",  # half its instances (tiny.warmup_share)
         f"training used the other {summary['train_samples']}",
@@ -84,8 +84,8 @@ def test_main_command_trains_and_writes_outputs(docker_engine, tmp_path: Path):
     assert all(
         '<file path="' in s["prompt"][1]["content"] for s in samples
     )  # the oracle files are in the prompts
-    assert {s["split"] for s in samples} == {"train", "dev", "test"}
-    # every train task comes with several expert runs (expert_seeds: other commands, same problem); dev, test one
+    assert {s["split"] for s in samples} == {"train", "test"}  # dev only when it is the held-out split
+    # every train task comes with several expert runs (expert_seeds: other commands, same problem); test one
     runs: dict[tuple[str, str], set[str]] = {}
     for s in samples:
         runs.setdefault((s["split"], s["instance_id"]), set()).add(s["trajectory_hash"])

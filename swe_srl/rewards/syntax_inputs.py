@@ -132,7 +132,8 @@ class StepInputs:
             self._fall_back(NO_TRAJECTORIES)
             return image_executables_of(self.instance(instance_id), repos_dir=self.repos_dir), None
         key = (instance_id, trajectory_hash, step)
-        if key not in self._located:  # each step's inputs are read once (expert states: a JSON file and a diff)
+        # each step's inputs are read once (expert states: a JSON file and a diff)
+        if key not in self._located:
             instance, traj = self.locate(instance_id, trajectory_hash, step)
             self._located[key] = step_inputs(instance, traj, step, repos_dir=self.repos_dir)
         return self._located[key]

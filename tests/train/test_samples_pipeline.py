@@ -153,7 +153,9 @@ def test_effect_wiring(task_set):
             assert build_effect(config, sample_set) is None
     config = load_config(None, [], tasks=str(tasks), trajectories=[str(trajs)], effect="full")
     effect = build_effect(config, resolve_samples(config))
-    assert isinstance(effect, SandboxEffect) and effect.mode == "full" and len(effect.steps._trajectories) == 2
+    assert (
+        isinstance(effect, SandboxEffect) and effect.mode == "full" and len(effect.steps._trajectories) == 2
+    )
     reward = build_reward(config, effect)
     assert reward.effect is effect and reward.effect_mode == "full"
     # `--samples F --trajectories T --tasks D --effect cached`: the given samples, replayed against T
@@ -163,7 +165,11 @@ def test_effect_wiring(task_set):
     )
     sample_set = resolve_samples(config)
     effect = build_effect(config, sample_set)
-    assert sample_set.path == samples and isinstance(effect, SandboxEffect) and len(effect.steps._trajectories) == 2
+    assert (
+        sample_set.path == samples
+        and isinstance(effect, SandboxEffect)
+        and len(effect.steps._trajectories) == 2
+    )
     # `--samples F --effect cached` alone: a clear error naming --trajectories
     config = load_config(None, [], samples=str(samples), effect="cached")
     with pytest.raises(TrainingError, match="--trajectories"):

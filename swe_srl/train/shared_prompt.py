@@ -41,7 +41,13 @@ def prompt_groups(
 def _cache_key(model: torch.nn.Module) -> str:
     """The forward's cache argument: ``cache`` (transformers ≥ 5.2x) or ``past_key_values``."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    params = inspect.signature(type(base).forward).parameters
+    return _cache_key_of(type(base))
+
+
+@functools.cache
+def _cache_key_of(model_type: type) -> str:
+    """:func:`_cache_key` once per model class (not on every forward and every ``generate``)."""
+    params = inspect.signature(model_type.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 
 

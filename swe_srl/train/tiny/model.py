@@ -37,7 +37,6 @@ from swe_srl.train.tiny.induction import RepeatedSpans
 from swe_srl.train.tiny.slots import TOKENS, policy_action, slotted, view_of
 
 EOS, PAD, IM_START = "<|im_end|>", "<|endoftext|>", "<|im_start|>"
-ERR = Console(stderr=True)
 CHAT_TEMPLATE = (
     "{%- for m in messages %}"
     "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
@@ -238,7 +237,9 @@ def make_tiny_policy(
     losses: list[float] = []
     if warmup_rows and options.warmup_steps:
         with Progress(
-            *Progress.get_default_columns(), TextColumn("loss {task.fields[loss]}"), console=ERR
+            *Progress.get_default_columns(),
+            TextColumn("loss {task.fields[loss]}"),
+            console=Console(stderr=True),
         ) as bar:
             task = bar.add_task("format warm-up", total=options.warmup_steps, loss="…")
             losses = format_warmup(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ from gymnasium import spaces
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.core.actions import Completion, is_submit, parse_output
 from swe_srl.core.patches import clean_patch
-from swe_srl.core.prompts import build_messages
+from swe_srl.env.reset import find_instance, read_oracle_files, reset_messages, start_sandbox
 from swe_srl.env.step_reward import ExpertStepReward
 from swe_srl.env.text import (
     ACTION_MAX_CHARS,
@@ -41,13 +40,9 @@ from swe_srl.errors import (
     TaskError,
 )
 from swe_srl.grading.runner import grade
-from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.base import Limits
-from swe_srl.infra.sandbox.docker import DockerSandbox
-from swe_srl.infra.sandbox.factory import sandbox_spec
 from swe_srl.rewards import EFFECT_MODES
 from swe_srl.trajectories.expert_state import expert_states, restore
-from swe_srl.trajectories.oracle import oracle_windows
 
 if TYPE_CHECKING:
     from swe_srl.benchmark.instances import Instance
@@ -56,9 +51,6 @@ if TYPE_CHECKING:
     from swe_srl.trajectories.schema import Trajectory
 
 ENV_ID = "SweSrl-v0"
-WORKDIR = "/testbed"
-SANDBOX_GRACE_S = 300.0
-"""The sandbox's own episode budget is the env's plus this: the env truncates first, submit can still diff."""
 REWARD_MODES = ("outcome", "srl", "layered")
 
 
@@ -136,7 +128,11 @@ class SWEEnv(gymnasium.Env[str, str]):
             raise ConfigError(
                 f"reset options {sorted(unknown)} are unknown; use instance_id, trajectory, step"
             )
-        instance = self._pick_instance(self._load_instances(), options.get("instance_id"))
+        instances, instance_id = self._load_instances(), options.get("instance_id")
+        if instance_id is None:
+            instance = instances[int(self.np_random.integers(len(instances)))]
+        else:
+            instance = find_instance(instances, instance_id, self.dataset)
         trajectory, step = options.get("trajectory"), int(options.get("step", 0))
         if self.reward_mode != "outcome" and trajectory is None:
             raise ConfigError(f"reward_mode={self.reward_mode!r} needs reset options trajectory=… and step=…")
@@ -144,23 +140,23 @@ class SWEEnv(gymnasium.Env[str, str]):
             raise ConfigError(f"step={step} is outside trajectory of {len(trajectory.steps)} steps")
         if not (self._pristine and instance is self.instance and step == 0):
             self.close()
-            self.sandbox = self._start_sandbox(instance)
+            self.sandbox = start_sandbox(instance, self.limits, self._repos_path, self.warm_pool)
             self._pristine = True
         elif hasattr(self.sandbox, "restart_clock"):
             self.sandbox.restart_clock()  # a container nothing ran in is reused as is
         self.instance, self._trajectory, self._expert_step = instance, trajectory, step
         try:
-            oracle = self._read_oracle_files(instance) if self.use_oracle_files else {}
+            oracle = read_oracle_files(self.sandbox, instance, self.use_oracle_files, self.oracle_window)
             if trajectory is not None and step > 0:
                 self._pristine = False
-                self._restore(trajectory, instance, step)
+                restore(self.sandbox, expert_states(trajectory, instance, repos_dir=self._repos_path), step)
             self._patch, self.patch_notes = "", []
         except BaseException:
             self.close()
             raise
         self._t, self._done = 0, False
         self._deadline = time.monotonic() + self.limits.episode_timeout_s
-        messages = self._messages(instance, trajectory, step, oracle)
+        messages = reset_messages(instance, trajectory, step, oracle)
         info = {"instance_id": instance.instance_id, "problem": instance.problem_statement}
         info |= {"oracle_files": oracle, "messages": messages}
         return render_messages(messages), info
@@ -292,48 +288,3 @@ class SWEEnv(gymnasium.Env[str, str]):
         if not self._instances:
             raise TaskError(f"dataset {self.dataset!r} holds no instances")
         return self._instances
-
-    def _pick_instance(self, instances: list[Instance], instance_id: str | None) -> Instance:
-        if instance_id is None:
-            return instances[int(self.np_random.integers(len(instances)))]
-        for instance in instances:
-            if instance.instance_id == instance_id:
-                return instance
-        known = ", ".join(i.instance_id for i in instances[:5])
-        raise TaskError(f"instance_id={instance_id!r} is not in dataset {self.dataset!r} (e.g. {known})")
-
-    def _start_sandbox(self, instance: Instance) -> DockerSandbox:
-
-        image = instance_image(instance, repos_dir=self._repos_path)
-        limits = replace(self.limits, episode_timeout_s=self.limits.episode_timeout_s + SANDBOX_GRACE_S)
-        spec = sandbox_spec(image, profile="episode", base_commit=instance.base_commit, limits=limits)
-        if self.warm_pool is not None:
-            return self.warm_pool.acquire(spec)  # started ahead of time; the pool refills in the background
-        sandbox = DockerSandbox(spec)
-        try:
-            return sandbox.start()
-        except BaseException:
-            sandbox.close()
-            raise
-
-    def _read_oracle_files(self, instance: Instance) -> dict[str, str]:
-        assert self.sandbox is not None
-        files = {}
-        for path in instance.oracle_files:
-            try:
-                files[path] = self.sandbox.read_file(f"{WORKDIR}/{path}").decode("utf-8", errors="replace")
-            except FileNotFoundError:
-                continue  # a file the gold patch adds
-        return files if self.oracle_window is None else oracle_windows(instance, files, self.oracle_window)
-
-    def _restore(self, trajectory: Trajectory, instance: Instance, step: int) -> None:
-
-        restore(self.sandbox, expert_states(trajectory, instance, repos_dir=self._repos_path), step)
-
-    def _messages(
-        self, instance: Instance, trajectory: Trajectory | None, step: int, oracle: dict[str, str]
-    ) -> list[dict[str, str]]:
-
-        steps = trajectory.steps[:step] if trajectory is not None else []
-        history = [(s.action, s.observation) for s in steps]
-        return build_messages(instance.problem_statement, history, oracle_files=oracle or None)

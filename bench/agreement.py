@@ -23,7 +23,8 @@ from rich.table import Table
 from swe_srl.benchmark.instances import Instance, load_instances, select_instances
 from swe_srl.benchmark.repos import git, repo_source
 from swe_srl.errors import SweSrlError, TaskError
-from swe_srl.eval.run import EvalSettings, evaluate
+from swe_srl.eval.run import evaluate
+from swe_srl.eval.settings import EvalSettings
 from swe_srl.infra.engine import image_exists
 from swe_srl.infra.recipes import instance_image_names
 from swe_srl.paths import atomic_write_text

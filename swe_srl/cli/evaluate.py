@@ -15,7 +15,8 @@ from swe_srl.errors import TaskError
 from swe_srl.eval.protocols.oneshot import ONE_SHOT_MAX_NEW_TOKENS, PROTOCOLS
 from swe_srl.eval.protocols.published import protocol_line, published_table
 from swe_srl.eval.report import summary_tables
-from swe_srl.eval.run import EvalSettings, evaluate
+from swe_srl.eval.run import evaluate
+from swe_srl.eval.settings import EvalSettings
 from swe_srl.infra.sources import select_image_source
 from swe_srl.train.tiny.slots import view_of
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -38,70 +38,21 @@ from swe_srl.agent.loop import AgentConfig, run_episode
 from swe_srl.agent.policies import check_policy_spec, make_policy
 from swe_srl.benchmark.instances import Instance
 from swe_srl.env.swe_env import SWEEnv
-from swe_srl.errors import ConfigError, PolicyError
+from swe_srl.errors import PolicyError
 from swe_srl.eval.predictions import Prediction, predictions_path, read_predictions
 from swe_srl.eval.protocols.gold import EmptyEditPolicy, GoldEditPolicy
-from swe_srl.eval.protocols.oneshot import check_protocol, run_protocol
+from swe_srl.eval.protocols.oneshot import run_protocol
 from swe_srl.eval.protocols.published import protocol_summary, published
 from swe_srl.eval.report import ERROR, INTERRUPTED, NO_PREDICTION
 from swe_srl.eval.rundir import RunDir
+from swe_srl.eval.settings import EvalSettings
 from swe_srl.grading.runner import grade
 from swe_srl.grading.timeouts import log_tail
 from swe_srl.infra.executor import LocalExecutor, Task, TaskFailed, make_executor
 from swe_srl.infra.sandbox.base import Limits
-from swe_srl.trajectories.oracle import oracle_setting
 
 _POLICIES: dict[tuple, Any] = {}
 _POLICIES_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class EvalSettings:
-    """What one evaluation run does to each instance (picklable: shipped with every task)."""
-
-    policy: str
-    """``gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai | predictions:FILE``."""
-    base_url: str | None = None
-    model: str | None = None
-    max_steps: int = 50
-    episode_timeout_s: float = 1800.0
-    max_new_tokens: int = 1024
-    temperature: float = 0.0
-    oracle_files: bool = False
-    oracle_window: int | None = None
-    """With ``oracle_files``: None keeps whole files (SWE-bench's oracle setting); N: windows of N context lines."""
-    repos_dir: str | None = None
-    grade_timeout_s: float = 1800.0
-    direct: bool = False
-    """gold/empty: grade ``instance.patch`` / ``""`` directly, without an episode."""
-    protocol: str = "agent"
-    """``agent`` (episodes in SWEEnv) | ``oracle-edit`` | ``agentless`` (one generation: eval/protocols)."""
-    candidates: int = 1
-    """One-generation protocols: candidates per instance, reranked by majority."""
-    exactly_once: bool = False
-    """One-generation protocols: skip an edit whose SEARCH matches more than one place."""
-    view_for: Callable[[Any], Any] | None = None
-    """``hf:`` policies: their view from their tokenizer (``HFPolicy``'s ``view_for``; the CLI passes the tiny
-    model's, which is plain for every other model). A module-level function, so that the settings stay picklable."""
-
-    def __post_init__(self) -> None:
-        if self.direct and self.policy not in ("gold", "empty"):
-            raise ConfigError(f"direct patch grading is for --policy gold|empty, not {self.policy!r}")
-        if self.max_steps < 1:
-            raise ConfigError(f"max_steps={self.max_steps}: need at least one step")
-        check_protocol(self)
-
-    @property
-    def oracle(self) -> str:
-        """The oracle setting reports name: ``none | whole | window:N``."""
-        if self.protocol != "agent":
-            return "whole" if self.protocol == "oracle-edit" else "none"
-        return oracle_setting(self.oracle_files, self.oracle_window)
-
-    @property
-    def in_process_model(self) -> bool:
-        """An HF model loaded in the worker: threads share it instead of one copy per process."""
-        return self.policy.startswith("hf:")
 
 
 def policy_for(settings: EvalSettings):

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from swe_srl.benchmark.instances import Instance
-from swe_srl.eval.run import EvalSettings, eval_instance
+from swe_srl.eval.run import eval_instance
+from swe_srl.eval.settings import EvalSettings
 
 pytestmark = pytest.mark.docker
 

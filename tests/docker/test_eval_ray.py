@@ -16,7 +16,8 @@ import pytest
 from chat_stub import serving
 
 from swe_srl.benchmark.instances import Instance, load_instances
-from swe_srl.eval.run import EvalSettings, evaluate
+from swe_srl.eval.run import evaluate
+from swe_srl.eval.settings import EvalSettings
 
 pytestmark = [pytest.mark.docker, pytest.mark.ray]
 STORE = 100 * 1024 * 1024

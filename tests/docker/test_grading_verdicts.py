@@ -11,7 +11,8 @@ import pytest
 
 from swe_srl.benchmark.instances import load_instances, load_jsonl
 from swe_srl.benchmark.verdicts import BROKE_RUN, ENV_NO_TESTS
-from swe_srl.eval.run import EvalSettings, evaluate
+from swe_srl.eval.run import evaluate
+from swe_srl.eval.settings import EvalSettings
 from swe_srl.grading.runner import grade
 from swe_srl.grading.validate import RATES, STATE, VALID, _prune, validate
 from swe_srl.infra.engine import image_exists

@@ -37,7 +37,8 @@ def test_eval_report_names_the_oracle_setting(docker_engine, tmp_path) -> None:
 
     from agent_tasks import make_tiny_dataset
 
-    from swe_srl.eval.run import EvalSettings, evaluate
+    from swe_srl.eval.run import evaluate
+    from swe_srl.eval.settings import EvalSettings
 
     instance = load_instances(str(make_tiny_dataset(tmp_path / "tasks")))[0]
     for settings, label in (

@@ -9,7 +9,8 @@ import pytest
 
 from swe_srl.errors import ConfigError
 from swe_srl.eval.report import build_report
-from swe_srl.eval.run import EvalSettings, RunDir, policy_name
+from swe_srl.eval.run import RunDir, policy_name
+from swe_srl.eval.settings import EvalSettings
 
 
 def _rec(

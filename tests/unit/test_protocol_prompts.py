@@ -13,7 +13,7 @@ from swe_srl.eval.protocols.prompts import (
 )
 from swe_srl.eval.protocols.published import protocol_summary, published
 from swe_srl.eval.protocols.rerank import majority, normalized
-from swe_srl.eval.run import EvalSettings
+from swe_srl.eval.settings import EvalSettings
 
 PROBLEM = "  `parse('{:d}', '1')` fails:\n\n```\nValueError\n```\ntrailing spaces   \n"
 LISTING = ["pkg/__init__.py", "pkg/core.py", "pkg/util.py"]

@@ -21,6 +21,7 @@ from swe_srl.train.preflight import check_fits
 from swe_srl.train.record import write_config
 from swe_srl.train.run import default_command, run_training, split_samples, write_summary
 from swe_srl.train.sft_run import SftPolicy, save_policy, sft_summary, train_sft
+from swe_srl.train.sharding import shard_on_cpu
 
 
 def run_sft(config: TrainConfig, *, console=None, command: str | None = None) -> dict[str, Any]:
@@ -55,6 +56,7 @@ def run_method(config: TrainConfig, *, console=None, command: str | None = None)
     if config.method == "sft":
         return run_sft(config, console=console, command=command)
     check_fits(config)  # on CUDA: the memory plan before any weights load
+    shard_on_cpu()  # an FSDP launch on CPU shards as on GPUs (accelerate alone would run it as data parallel)
     return run_training(config, console=console, command=command)
 
 

@@ -1,14 +1,48 @@
-"""Whole weights for generation under FSDP2 (``configs/accelerate/fsdp.yaml``): RLVR plays episodes of different
-lengths on each process, so a model whose every forward all-gathers its shards (a collective every process must
-join) would wait forever for the process that finished first. :func:`full_weights` gathers the shards once, for the
-whole rollout, and frees them after: every process enters and leaves it the same number of times, and what happens
-inside needs no collective."""
+"""FSDP2 under ``configs/accelerate/fsdp.yaml``: the same sharding on CPU as on GPUs, and whole weights for
+generation.
+
+:func:`shard_on_cpu`: accelerate 1.16 shards with FSDP on accelerators only; launched on CPU (gloo), it runs the
+FSDP config as plain data parallel. swe-srl has it shard there too, so the 2-process CPU launch CI makes runs the
+8-GPU path: sharded weights, sharded checkpoints, held-out decoding and generation on shards.
+
+:func:`full_weights`: RLVR plays episodes of different lengths on each process, so a model whose every forward
+all-gathers its shards (a collective every process must join) would wait forever for the process that finished
+first. It gathers the shards once, for the whole rollout, and frees them after: every process enters and leaves it
+the same number of times, and what happens inside needs no collective."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Any
+
+
+def shard_on_cpu() -> bool:
+    """Under ``accelerate launch`` with an FSDP config, several processes and no CUDA: make the trainer's
+    accelerator shard (``DistributedType.FSDP`` with the config's plugin) instead of falling back to data parallel.
+    Call it before any trainer is built; True when it applies (it is idempotent). Elsewhere it changes nothing."""
+    import torch
+    from accelerate.state import AcceleratorState, PartialState
+    from accelerate.utils import DistributedType
+
+    fsdp = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+    if not fsdp or torch.cuda.is_available() or int(os.environ.get("WORLD_SIZE", "1")) < 2:
+        return False
+    init = AcceleratorState.__init__
+    if getattr(init, "_swe_srl_cpu_fsdp", False):
+        return True
+
+    def sharding_init(self, *args, fsdp_plugin=None, **kwargs):
+        init(self, *args, fsdp_plugin=fsdp_plugin, **kwargs)
+        if fsdp_plugin is not None and self.distributed_type == DistributedType.MULTI_CPU:
+            self.distributed_type = DistributedType.FSDP
+            self.fsdp_plugin = fsdp_plugin
+            PartialState._shared_state["distributed_type"] = DistributedType.FSDP
+
+    sharding_init._swe_srl_cpu_fsdp = True  # type: ignore[attr-defined]
+    AcceleratorState.__init__ = sharding_init  # type: ignore[method-assign]
+    return True
 
 
 @contextlib.contextmanager

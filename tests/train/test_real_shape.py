@@ -1,8 +1,9 @@
 """A real model's path on CPU: a Qwen2 checkpoint saved to disk as Qwen2.5's are (bf16, Qwen2.5's chat template)
 trains 2 steps through ``--model PATH --preset paper-lora`` (vLLM off), and through the shipped accelerate config
-with 2 processes.
+with 2 processes, sharded with FSDP2 as on GPUs.
 
-Only the batch sizes are cut (``--set``) so that a step fits 2 CPU cores; the rest is the preset's.
+The checkpoint has learnt the answer format (``prime_format``), so its rollouts score apart and both runs take real
+gradient steps. Only the batch sizes are cut (``--set``) so that a step fits 2 CPU cores; the rest is the preset's.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import yaml
 
 from swe_srl.train.data import read_samples
 from swe_srl.train.tiny.model import sample_texts
-from tests.train.qwen_checkpoint import save_qwen_checkpoint
+from tests.train.conftest import make_samples
+from tests.train.qwen_checkpoint import prime_format, save_qwen_checkpoint
 
 pytest.importorskip("trl")
 pytest.importorskip("peft")
@@ -30,15 +32,34 @@ SMALL = [
     "trl.per_device_train_batch_size=8",  # one prompt's 8 rollouts per micro-batch
     "trl.gradient_accumulation_steps=2",
     "trl.steps_per_generation=2",
-    "trl.max_completion_length=16",
+    "trl.max_completion_length=40",
     "eval.max_samples=2",
     "eval.every=0",
 ]
 
 
-@pytest.fixture
-def qwen_dir(samples_file: Path, tmp_path: Path) -> Path:
-    return save_qwen_checkpoint(tmp_path / "qwen", sample_texts(read_samples(samples_file)))
+@pytest.fixture(scope="module")
+def samples_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("samples") / "samples.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in make_samples()), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def qwen_dir(samples_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    samples = read_samples(samples_file)
+    directory = save_qwen_checkpoint(tmp_path_factory.mktemp("model") / "qwen", sample_texts(samples))
+    return prime_format(directory, samples)
+
+
+@pytest.fixture(scope="module")
+def one_process_run(qwen_dir: Path, samples_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("runs") / "run"
+    cmd = [sys.executable, "-m", "swe_srl.cli", "train", "--model", str(qwen_dir), "--preset", "paper-lora"]
+    cmd += ["--samples", str(samples_file), "-o", str(out), "--max-steps", "2", *_sets()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out
 
 
 def _sets() -> list[str]:
@@ -61,29 +82,42 @@ def _check_run(out: Path, model: Path) -> dict:
         encoding="utf-8"
     )
     assert "<think>" not in template and "You are Qwen" in template  # Qwen2.5's own template, kept
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    steps = [row for row in steps if "grad_norm" in row]
+    assert len(steps) == 2 and all(
+        row["grad_norm"] > 0 and row["reward_std"] > 0 for row in steps
+    )  # real updates
     return summary
 
 
-def test_paper_lora_trains_a_qwen25_shaped_checkpoint(qwen_dir: Path, samples_file: Path, tmp_path: Path):
+def _lora(out: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(out / "final" / "adapter_model.safetensors"))
+
+
+def _initial_outputs(out: Path) -> list[str]:
+    rows = (out / "heldout.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["initial_output"] for line in rows]
+
+
+def test_paper_lora_trains_a_qwen25_shaped_checkpoint(qwen_dir: Path, one_process_run: Path):
     from safetensors import safe_open
 
     with safe_open(str(qwen_dir / "model.safetensors"), "pt") as weights:
         assert str(weights.get_tensor(next(iter(weights.keys()))).dtype) == "torch.bfloat16"
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "swe_srl.cli", "train", "--model", str(qwen_dir), "--preset", "paper-lora"]
-    cmd += ["--samples", str(samples_file), "-o", str(out), "--max-steps", "2", *_sets()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    summary = _check_run(out, qwen_dir)
+    summary = _check_run(one_process_run, qwen_dir)
     assert "paper-lora" in summary["command"]
+    assert all(w.abs().max() > 0 for name, w in _lora(one_process_run).items() if "lora_B" in name)
 
 
 def test_the_shipped_accelerate_config_trains_on_two_processes(
-    qwen_dir: Path, samples_file: Path, tmp_path: Path
+    qwen_dir: Path, samples_file: Path, one_process_run: Path, tmp_path: Path
 ):
-    """``accelerate launch --config_file configs/accelerate/fsdp.yaml --num_processes 2`` on CPU: accelerate runs
-    the two processes over gloo (on CPU it does not shard: FSDP is for GPUs), so every multi-process path runs:
-    the gathered rewards and the dynamic-sampling refill, held-out decoding on every rank, checkpoints."""
+    """``accelerate launch --config_file configs/accelerate/fsdp.yaml --num_processes 2`` on CPU, over gloo and
+    sharded (``train.sharding.shard_on_cpu``): the gathered rewards and the dynamic-sampling refill, held-out
+    decoding on every rank from shards (the same greedy text as one unsharded process), sharded checkpoints, whole
+    weights in ``final/``."""
     out = tmp_path / "run2"
     cmd = [
         sys.executable,
@@ -99,4 +133,10 @@ def test_the_shipped_accelerate_config_trains_on_two_processes(
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     _check_run(out, qwen_dir)
-    assert (out / "checkpoint-2").is_dir()
+    assert (out / "checkpoint-2" / "pytorch_model_fsdp.bin").is_file()  # FSDP's own (sharded-model) save
+    assert _initial_outputs(out) == _initial_outputs(one_process_run)
+    sharded, whole = _lora(out), _lora(one_process_run)
+    assert {k: w.shape for k, w in sharded.items()} == {
+        k: w.shape for k, w in whole.items()
+    }  # gathered, not shards
+    assert all(w.abs().max() > 0 for name, w in sharded.items() if "lora_B" in name)

@@ -128,3 +128,34 @@ def to_dataset(rows: list[dict[str, Any]]):
     from datasets import Dataset
 
     return Dataset.from_list(rows)
+
+
+def prompts_per_generation(args: Any) -> int:
+    """The distinct prompts one generation batch draws: TRL's sampler takes ``generation_batch_size ÷
+    num_generations`` rows at a time and drops an incomplete batch, so a dataset with fewer rows trains no step."""
+    return max(1, args.generation_batch_size // args.num_generations)
+
+
+def _batch_arithmetic(args: Any) -> str:
+    processes = args.generation_batch_size // (args.per_device_train_batch_size * args.steps_per_generation)
+    return (
+        f"trl.per_device_train_batch_size {args.per_device_train_batch_size} × {processes} process(es) × "
+        f"trl.steps_per_generation {args.steps_per_generation} ÷ trl.num_generations {args.num_generations}"
+    )
+
+
+def require_generation_batch(rows: int, args: Any, what: str) -> None:
+    """Refuse a dataset smaller than one generation batch (it would end at step 0 and save the start as trained)."""
+    need = prompts_per_generation(args)
+    if rows < need:
+        raise TrainingError(
+            f"{what}: {rows} training rows, but one generation batch draws {need} prompts "
+            f"({_batch_arithmetic(args)}); give more samples or lower trl.per_device_train_batch_size"
+        )
+
+
+def fill_generation_batch(rows: list[dict[str, Any]], args: Any) -> list[dict[str, Any]]:
+    """``rows`` repeated (in order) until they fill at least one generation batch: a few RLVR instances still give
+    whole batches, each instance in several groups."""
+    need = prompts_per_generation(args)
+    return rows * -(-need // len(rows)) if rows and len(rows) < need else list(rows)

@@ -177,7 +177,10 @@ class RlvrOptions(StrictOptions):
     """SRL → RLVR (``--stage rlvr``): multi-turn episodes in ``SWEEnv`` with the outcome reward."""
 
     instances: int = Field(
-        2, ge=1, description="Episodes come from the first N train instances of the task set."
+        2,
+        ge=1,
+        description="Episodes come from the first N train instances of the task set (fewer than a generation "
+        "batch's prompts repeat to fill it).",
     )
     max_turns: int = Field(
         3, ge=1, description="Model turns per episode (unsubmitted → unresolved, reward 0)."

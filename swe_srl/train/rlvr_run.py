@@ -21,7 +21,7 @@ from swe_srl.infra.sandbox.base import Limits
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.callbacks import MetricsCallback, RichProgressCallback, read_metrics
 from swe_srl.train.config import TrainConfig, start_of
-from swe_srl.train.data import guard_eval_instances, to_dataset
+from swe_srl.train.data import fill_generation_batch, guard_eval_instances, to_dataset
 from swe_srl.train.policy import grpo_args, peft_config, think_prefix
 from swe_srl.train.record import write_config
 from swe_srl.train.rlvr import (
@@ -126,7 +126,7 @@ def _trainer(config: TrainConfig, rows: list[dict[str, Any]], runner_factory, co
         model=model_path,
         reward_funcs=[OutcomeReward()],
         args=args,
-        train_dataset=to_dataset(rows),
+        train_dataset=to_dataset(fill_generation_batch(rows, args)),
         processing_class=tokenizer,
         peft_config=peft_config(config),
         callbacks=[MetricsCallback(config.output_dir), RichProgressCallback(console)],

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swe_srl.benchmark.instances import load_instances
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards import SRLReward
@@ -27,45 +26,22 @@ from swe_srl.train.callbacks import (
 )
 from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig, start_of
-from swe_srl.train.data import guard_eval_instances, read_samples, split_rows, to_dataset
+from swe_srl.train.data import (
+    guard_eval_instances,
+    read_samples,
+    require_generation_batch,
+    split_rows,
+    to_dataset,
+)
 from swe_srl.train.fitting import fit_rows
 from swe_srl.train.heldout import greedy_outputs, heldout_report, report_table, step_table
 from swe_srl.train.policy import grpo_args, peft_config, think_prefix
 from swe_srl.train.record import write_config
 from swe_srl.train.resume import RefillStateCallback, checkpoint_step, restore_refill_state, resume_metrics
 from swe_srl.train.rlvr_run import run_rlvr
-from swe_srl.train.samples import SampleSet, build_samples, default_sample_set
+from swe_srl.train.samples import resolve_samples
 from swe_srl.train.trainer import SRLGRPOTrainer
 from swe_srl.train.wise import apply_wise, snapshot
-from swe_srl.trajectories import import_trajectories
-
-
-def _task_instances(config: TrainConfig):
-
-    return load_instances(config.tasks) if config.tasks else None
-
-
-def resolve_samples(config: TrainConfig):
-    """The run's :class:`~swe_srl.train.samples.SampleSet`: --samples (+ --trajectories for the effect layer), else
-    decomposed --trajectories (oracle files and splits from --tasks), else the bundled default."""
-
-    if config.samples:
-        trajs = []
-        if config.trajectories:
-            trajs = [t for source in config.trajectories for t in import_trajectories(source)]
-        return SampleSet(Path(config.samples), trajs, _task_instances(config))
-    if config.trajectories:
-        return build_samples(
-            config.trajectories, instances=_task_instances(config), oracle_files=config.oracle_files
-        )
-    if config.tasks:
-        raise TrainingError(
-            f"--tasks {config.tasks} without --trajectories: pass the expert trajectories of that task set "
-            "(`swe-srl expert generate` or any importer format), or drop --tasks for the bundled default"
-        )
-    return default_sample_set(
-        config.oracle_files, expert_seeds=config.expert_seeds, heldout=config.heldout_split
-    )
 
 
 def build_effect(config: TrainConfig, sample_set) -> Any:
@@ -121,9 +97,13 @@ def build_trainer(
     from transformers import AutoTokenizer, PrinterCallback
 
     start = start_of(config)
-    model_path = start.model_path(config, train_rows)
-    train_rows = start.training_rows(config, train_rows)
     args = grpo_args(config)
+    rows = start.training_rows(config, train_rows)
+    require_generation_batch(
+        len(rows), args, f"--samples {sample_set.path if sample_set else config.samples}"
+    )
+    model_path = start.model_path(config, train_rows)
+    train_rows = rows
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     prefix, view = think_prefix(tokenizer), start.view(tokenizer)
     held_out = spread(test_rows, config.eval.max_samples)

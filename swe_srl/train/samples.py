@@ -21,6 +21,7 @@ from pathlib import Path
 from swe_srl.benchmark.instances import Instance, load_instances
 from swe_srl.errors import TrainingError
 from swe_srl.paths import atomic_write_text, cache_dir
+from swe_srl.train.schema import TrainConfig
 from swe_srl.trajectories import decompose, import_trajectories
 from swe_srl.trajectories.oracle import oracle_contents
 from swe_srl.trajectories.schema import Trajectory
@@ -147,3 +148,31 @@ def default_sample_set(oracle_files: bool, *, expert_seeds: int, heldout: str | 
         for seed in range(expert_seeds if split == "train" else 1)
     ]
     return build_samples(sources, instances=instances, oracle_files=oracle_files)
+
+
+def _task_instances(config: TrainConfig):
+
+    return load_instances(config.tasks) if config.tasks else None
+
+
+def resolve_samples(config: TrainConfig):
+    """The run's :class:`~swe_srl.train.samples.SampleSet`: --samples (+ --trajectories for the effect layer), else
+    decomposed --trajectories (oracle files and splits from --tasks), else the bundled default."""
+
+    if config.samples:
+        trajs = []
+        if config.trajectories:
+            trajs = [t for source in config.trajectories for t in import_trajectories(source)]
+        return SampleSet(Path(config.samples), trajs, _task_instances(config))
+    if config.trajectories:
+        return build_samples(
+            config.trajectories, instances=_task_instances(config), oracle_files=config.oracle_files
+        )
+    if config.tasks:
+        raise TrainingError(
+            f"--tasks {config.tasks} without --trajectories: pass the expert trajectories of that task set "
+            "(`swe-srl expert generate` or any importer format), or drop --tasks for the bundled default"
+        )
+    return default_sample_set(
+        config.oracle_files, expert_seeds=config.expert_seeds, heldout=config.heldout_split
+    )

@@ -4,6 +4,8 @@ feed TRL's GRPO through ``rollout_func``; metrics and a checkpoint that reloads 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from swe_srl.train.run import run_training  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docker"))
 
 pytestmark = [pytest.mark.train, pytest.mark.docker]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = [
     "tiny.hidden_size=32",
     "tiny.vocab_size=300",
@@ -78,6 +81,41 @@ def test_rlvr_episodes_train_from_srl_checkpoint(tiny_tasks: Path, srl_checkpoin
     assert (out / "checkpoint-2").is_dir()
     model = AutoModelForCausalLM.from_pretrained(out / "final")
     assert model.config.vocab_size > 0
+
+
+def test_rlvr_under_the_shipped_fsdp_config_on_two_processes(
+    tiny_tasks: Path, srl_checkpoint: Path, tmp_path: Path
+):
+    """``accelerate launch --config_file configs/accelerate/fsdp.yaml --num_processes 2`` of ``--stage rlvr``: each
+    process plays its episodes on whole weights gathered from the shards, and the 2 instances are repeated to fill
+    a generation batch of 4 prompts (before, TRL drew no batch from them and the run trained 0 steps)."""
+    out = tmp_path / "rlvr-fsdp"
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        "configs/accelerate/fsdp.yaml",
+    ]
+    cmd += ["--num_processes", "2", "--main_process_port", "29521", "-m", "swe_srl.cli", "train"]
+    cmd += ["--stage", "rlvr", "--init", str(srl_checkpoint), "--tasks", str(tiny_tasks), "-o", str(out)]
+    sets = ["trl.max_steps=2", "trl.save_steps=2", "rlvr.max_turns=2", "rlvr.max_new_tokens=12"]
+    sets += [
+        "trl.per_device_train_batch_size=4",
+        "trl.gradient_accumulation_steps=2",
+        "trl.num_generations=4",
+    ]
+    sets += ["dynamic_sampling.max_rounds=1", "eval.max_samples=0"]
+    cmd += [arg for s in sets for arg in ("--set", s)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["steps"] == 2
+    assert summary["episodes"] == 16  # this process: 2 steps × 2 micro-batches × 4 episodes
+    assert (out / "checkpoint-2" / "pytorch_model_fsdp.bin").is_file()  # sharded, as on GPUs
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len([r for r in records if "reward" in r]) == 2
 
 
 def test_env_runner_masks_observations_and_grades_submit(tiny_tasks: Path, srl_checkpoint: Path):

@@ -17,8 +17,11 @@ from swe_srl.errors import TrainingError  # noqa: E402
 from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.data import read_samples  # noqa: E402
 from swe_srl.train.fitting import fit_rows  # noqa: E402
-from swe_srl.train.run import build_effect, build_reward, resolve_samples
-from swe_srl.train.samples import build_samples  # noqa: E402
+from swe_srl.train.run import build_effect, build_reward
+from swe_srl.train.samples import (
+    build_samples,  # noqa: E402
+    resolve_samples,
+)
 from swe_srl.train.tiny.model import build_tokenizer  # noqa: E402
 from swe_srl.trajectories.oracle import oracle_contents  # noqa: E402
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl  # noqa: E402

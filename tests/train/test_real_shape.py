@@ -1,6 +1,6 @@
 """A real model's path on CPU: a Qwen2 checkpoint saved to disk as Qwen2.5's are (bf16, Qwen2.5's chat template)
 trains 2 steps through ``--model PATH --preset paper-lora`` (vLLM off), and through the shipped accelerate config
-with 2 processes, sharded with FSDP2 as on GPUs.
+with 2 processes, sharded with FSDP2 as on GPUs, both with ``paper-lora`` and with ``paper`` (full fine-tune).
 
 The checkpoint has learnt the answer format (``prime_format``), so its rollouts score apart and both runs take real
 gradient steps. Only the batch sizes are cut (``--set``) so that a step fits 2 CPU cores; the rest is the preset's.
@@ -140,3 +140,41 @@ def test_the_shipped_accelerate_config_trains_on_two_processes(
         k: w.shape for k, w in whole.items()
     }  # gathered, not shards
     assert all(w.abs().max() > 0 for name, w in sharded.items() if "lora_B" in name)
+
+
+def test_the_paper_preset_fine_tunes_all_weights_under_fsdp_in_fp32(
+    qwen_dir: Path, samples_file: Path, tmp_path: Path
+):
+    """The 8-GPU command's path, on 2 CPU processes: ``--preset paper`` (full fine-tune, lr 5e-7) under the shipped
+    FSDP config with bf16 compute. Every weight moves by about the learning rate per step, which bf16 weights
+    could not hold (their spacing near these weights is ~1e-4): the sharded master weights are fp32, and
+    ``final/`` holds them whole."""
+    from safetensors.torch import load_file
+
+    out = tmp_path / "full"
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        "configs/accelerate/fsdp.yaml",
+    ]
+    cmd += ["--num_processes", "2", "--main_process_port", "29523", "-m", "swe_srl.cli", "train"]
+    cmd += ["--model", str(qwen_dir), "--preset", "paper", "--samples", str(samples_file)]
+    cmd += ["-o", str(out), "--max-steps", "2", *_sets(), "--set", "trl.bf16=true"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    config = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8"))
+    assert (
+        config["preset"] == "paper" and config["lora"]["enabled"] is False and config["trl"]["bf16"] is True
+    )
+    assert config["trl"]["learning_rate"] == 5e-7
+    start = load_file(str(qwen_dir / "model.safetensors"))
+    final = load_file(str(out / "final" / "model.safetensors"))
+    assert set(final) == set(start) and all(
+        final[k].shape == start[k].shape for k in start
+    )  # whole, not shards
+    assert {str(w.dtype) for w in final.values()} == {"torch.float32"}
+    moved = {k: (final[k] - start[k].float()).abs().max().item() for k in start}
+    assert all(0 < m < 1e-4 for m in moved.values()), moved  # every tensor, by about lr × steps

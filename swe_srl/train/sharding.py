@@ -33,11 +33,14 @@ def shard_on_cpu() -> bool:
     if getattr(init, "_swe_srl_cpu_fsdp", False):
         return True
 
-    def sharding_init(self, *args, fsdp_plugin=None, **kwargs):
-        init(self, *args, fsdp_plugin=fsdp_plugin, **kwargs)
-        if fsdp_plugin is not None and self.distributed_type == DistributedType.MULTI_CPU:
+    def sharding_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        plugin = kwargs.get(
+            "fsdp_plugin"
+        )  # Accelerator passes it by name, built from the launch's FSDP config
+        if plugin is not None and self.distributed_type == DistributedType.MULTI_CPU:
             self.distributed_type = DistributedType.FSDP
-            self.fsdp_plugin = fsdp_plugin
+            self.fsdp_plugin = plugin
             PartialState._shared_state["distributed_type"] = DistributedType.FSDP
 
     sharding_init._swe_srl_cpu_fsdp = True  # type: ignore[attr-defined]

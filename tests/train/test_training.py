@@ -168,7 +168,8 @@ def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, t
     summary = run_training(cfg, reward_func=StandInReward())
     assert summary["steps"] == 1 and summary["model"] == str(model) and "format_warmup" not in summary
     long_row = max(read_samples(samples_file), key=lambda r: len(r["prompt"]))
-    trainer, _ = build_trainer(cfg, [long_row], [], StandInReward())
+    rows = [long_row] * 8  # one generation batch (8 prompts): fewer are refused
+    trainer, _ = build_trainer(cfg, rows, [], StandInReward())
     assert trainer.train_dataset[0]["prompt"] == long_row["prompt"]  # whole prompt, no tiny-context cut
     cut = load_config(
         None,
@@ -177,7 +178,7 @@ def test_model_path_uses_the_method_defaults_and_overrides(samples_file: Path, t
         samples=str(samples_file),
         output=str(tmp_path / "c"),
     )
-    trainer, _ = build_trainer(cut, [long_row], [], StandInReward())
+    trainer, _ = build_trainer(cut, rows, [], StandInReward())
     prompt = trainer.train_dataset[0]["prompt"]
     assert prompt != long_row["prompt"] and len(prompt) < len(long_row["prompt"])  # fitted (core.prompts)
     assert (

@@ -102,33 +102,30 @@ def save_qwen_checkpoint(directory: Path, texts: list[str], hidden: int = 64, la
 
 
 def prime_format(directory: Path, samples: list[dict], steps: int = 150) -> Path:
-    """Teach the checkpoint in ``directory`` the answer format (a few seconds of plain next-token training on the
-    samples' ``<think>thought</think>`` + expert action), saved back in bf16: its sampled completions then score
-    apart, so GRPO has advantages and real gradients (a random model's are all −1 and train nothing)."""
+    """Teach the checkpoint in ``directory`` the answer format (a few seconds of next-token training on the
+    samples' expert turns, ``<think>thought</think>`` + action + EOS, every token scored), saved back in bf16: its
+    sampled completions then score apart, so GRPO has advantages and real gradients (a random model's are all −1
+    and train nothing). The SFT loss scores only ``</think>`` + action; here the opening ``<think>`` must be learnt
+    too, as Qwen2.5's generation prompt does not write it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from swe_srl.train.sft import completion_nll, pad_left, sft_examples, target_batch
+
     tokenizer = AutoTokenizer.from_pretrained(directory)
     model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32)
-    rows = []
-    for s in samples:
-        prompt = tokenizer.apply_chat_template(s["prompt"], add_generation_prompt=True, tokenize=False)
-        answer = f"<think>{s['expert_thought']}</think>\n{s['expert_action']}<|im_end|>"
-        ids = tokenizer(prompt, add_special_tokens=False)["input_ids"][-64:]
-        rows.append((ids, tokenizer(answer, add_special_tokens=False)["input_ids"]))
+    examples = [
+        (p[-64:], (ids, [1] * len(ids))) for p, (ids, _) in sft_examples(samples, tokenizer, "", None)
+    ]
+    pad = tokenizer.pad_token_id
     torch.manual_seed(0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for step in range(steps):
-        batch = [rows[(step * 8 + k) % len(rows)] for k in range(8)]
-        width = max(len(p) + len(a) for p, a in batch)
-        ids = torch.full((len(batch), width), tokenizer.pad_token_id)
-        labels = torch.full((len(batch), width), -100)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for k, (p, a) in enumerate(batch):
-            ids[k, : len(p) + len(a)] = torch.tensor(p + a)
-            labels[k, len(p) : len(p) + len(a)] = torch.tensor(a)
-            mask[k, : len(p) + len(a)] = 1
-        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        batch = [examples[(step * 8 + k) % len(examples)] for k in range(8)]
+        targets = target_batch([t for _, t in batch], pad)
+        prompts = pad_left([p for p, _ in batch], pad)
+        prompt_mask = pad_left([[1] * len(p) for p, _ in batch], 0)
+        completion_nll(model, prompts, prompt_mask, **targets).backward()
         optimizer.step()
         optimizer.zero_grad()
     model.to(torch.bfloat16).save_pretrained(directory)

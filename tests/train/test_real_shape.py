@@ -9,7 +9,6 @@ gradient steps. Only the batch sizes are cut (``--set``) so that a step fits 2 C
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,13 +19,13 @@ import yaml
 from swe_srl.train.data import read_samples
 from swe_srl.train.tiny.model import sample_texts
 from tests.train.conftest import make_samples
+from tests.train.launching import ROOT, launch_fsdp_train, sets
 from tests.train.qwen_checkpoint import prime_format, save_qwen_checkpoint
 
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 pytestmark = pytest.mark.train
 
-ROOT = Path(__file__).resolve().parents[2]
 SMALL = [
     "trl.use_vllm=false",
     "trl.per_device_train_batch_size=8",  # one prompt's 8 rollouts per micro-batch
@@ -63,7 +62,7 @@ def one_process_run(qwen_dir: Path, samples_file: Path, tmp_path_factory: pytest
 
 
 def _sets() -> list[str]:
-    return [arg for s in SMALL for arg in ("--set", s)]
+    return sets(SMALL)
 
 
 def _check_run(out: Path, model: Path) -> dict:
@@ -84,9 +83,8 @@ def _check_run(out: Path, model: Path) -> dict:
     assert "<think>" not in template and "You are Qwen" in template  # Qwen2.5's own template, kept
     steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
     steps = [row for row in steps if "grad_norm" in row]
-    assert len(steps) == 2 and all(
-        row["grad_norm"] > 0 and row["reward_std"] > 0 for row in steps
-    )  # real updates
+    # real updates: every step's rollouts scored apart and moved the weights
+    assert len(steps) == 2 and all(row["grad_norm"] > 0 and row["reward_std"] > 0 for row in steps)
     return summary
 
 
@@ -119,26 +117,23 @@ def test_the_shipped_accelerate_config_trains_on_two_processes(
     decoding on every rank from shards (the same greedy text as one unsharded process), sharded checkpoints, whole
     weights in ``final/``."""
     out = tmp_path / "run2"
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        "configs/accelerate/fsdp.yaml",
+    args = [
+        "--model",
+        str(qwen_dir),
+        "--preset",
+        "paper-lora",
+        "--samples",
+        str(samples_file),
+        "-o",
+        str(out),
     ]
-    cmd += ["--num_processes", "2", "--main_process_port", "29517", "-m", "swe_srl.cli", "train"]
-    cmd += ["--model", str(qwen_dir), "--preset", "paper-lora", "--samples", str(samples_file)]
-    cmd += ["-o", str(out), "--max-steps", "2", *_sets(), "--set", "trl.save_steps=1"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    launch_fsdp_train([*args, "--max-steps", "2", *_sets(), "--set", "trl.save_steps=1"], port=29517)
     _check_run(out, qwen_dir)
     assert (out / "checkpoint-2" / "pytorch_model_fsdp.bin").is_file()  # FSDP's own (sharded-model) save
     assert _initial_outputs(out) == _initial_outputs(one_process_run)
     sharded, whole = _lora(out), _lora(one_process_run)
-    assert {k: w.shape for k, w in sharded.items()} == {
-        k: w.shape for k, w in whole.items()
-    }  # gathered, not shards
+    # gathered whole, not one rank's shards
+    assert {k: w.shape for k, w in sharded.items()} == {k: w.shape for k, w in whole.items()}
     assert all(w.abs().max() > 0 for name, w in sharded.items() if "lora_B" in name)
 
 
@@ -152,29 +147,16 @@ def test_the_paper_preset_fine_tunes_all_weights_under_fsdp_in_fp32(
     from safetensors.torch import load_file
 
     out = tmp_path / "full"
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        "configs/accelerate/fsdp.yaml",
-    ]
-    cmd += ["--num_processes", "2", "--main_process_port", "29523", "-m", "swe_srl.cli", "train"]
-    cmd += ["--model", str(qwen_dir), "--preset", "paper", "--samples", str(samples_file)]
-    cmd += ["-o", str(out), "--max-steps", "2", *_sets(), "--set", "trl.bf16=true"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    args = ["--model", str(qwen_dir), "--preset", "paper", "--samples", str(samples_file), "-o", str(out)]
+    launch_fsdp_train([*args, "--max-steps", "2", *_sets(), "--set", "trl.bf16=true"], port=29523)
     config = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8"))
-    assert (
-        config["preset"] == "paper" and config["lora"]["enabled"] is False and config["trl"]["bf16"] is True
-    )
+    assert config["preset"] == "paper" and config["lora"]["enabled"] is False
+    assert config["trl"]["bf16"] is True
     assert config["trl"]["learning_rate"] == 5e-7
     start = load_file(str(qwen_dir / "model.safetensors"))
     final = load_file(str(out / "final" / "model.safetensors"))
-    assert set(final) == set(start) and all(
-        final[k].shape == start[k].shape for k in start
-    )  # whole, not shards
+    assert set(final) == set(start)
+    assert all(final[k].shape == start[k].shape for k in start)  # whole, not shards
     assert {str(w.dtype) for w in final.values()} == {"torch.float32"}
     moved = {k: (final[k] - start[k].float()).abs().max().item() for k in start}
     assert all(0 < m < 1e-4 for m in moved.values()), moved  # every tensor, by about lr × steps

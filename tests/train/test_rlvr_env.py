@@ -4,8 +4,6 @@ feed TRL's GRPO through ``rollout_func``; metrics and a checkpoint that reloads 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,11 +15,11 @@ from conftest import make_samples  # noqa: E402
 
 from swe_srl.train.config import load_config  # noqa: E402
 from swe_srl.train.run import run_training  # noqa: E402
+from tests.train.launching import launch_fsdp_train, sets  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docker"))
 
 pytestmark = [pytest.mark.train, pytest.mark.docker]
-ROOT = Path(__file__).resolve().parents[2]
 TINY = [
     "tiny.hidden_size=32",
     "tiny.vocab_size=300",
@@ -90,26 +88,11 @@ def test_rlvr_under_the_shipped_fsdp_config_on_two_processes(
     process plays its episodes on whole weights gathered from the shards, and the 2 instances are repeated to fill
     a generation batch of 4 prompts (before, TRL drew no batch from them and the run trained 0 steps)."""
     out = tmp_path / "rlvr-fsdp"
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        "configs/accelerate/fsdp.yaml",
-    ]
-    cmd += ["--num_processes", "2", "--main_process_port", "29521", "-m", "swe_srl.cli", "train"]
-    cmd += ["--stage", "rlvr", "--init", str(srl_checkpoint), "--tasks", str(tiny_tasks), "-o", str(out)]
-    sets = ["trl.max_steps=2", "trl.save_steps=2", "rlvr.max_turns=2", "rlvr.max_new_tokens=12"]
-    sets += [
-        "trl.per_device_train_batch_size=4",
-        "trl.gradient_accumulation_steps=2",
-        "trl.num_generations=4",
-    ]
-    sets += ["dynamic_sampling.max_rounds=1", "eval.max_samples=0"]
-    cmd += [arg for s in sets for arg in ("--set", s)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    options = ["trl.max_steps=2", "trl.save_steps=2", "rlvr.max_turns=2", "rlvr.max_new_tokens=12"]
+    options += ["trl.per_device_train_batch_size=4", "trl.gradient_accumulation_steps=2"]
+    options += ["trl.num_generations=4", "dynamic_sampling.max_rounds=1", "eval.max_samples=0"]
+    args = ["--stage", "rlvr", "--init", str(srl_checkpoint), "--tasks", str(tiny_tasks), "-o", str(out)]
+    launch_fsdp_train([*args, *sets(options)], port=29521, timeout=1200)
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["steps"] == 2
     assert summary["episodes"] == 16  # this process: 2 steps × 2 micro-batches × 4 episodes

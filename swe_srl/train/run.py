@@ -99,9 +99,8 @@ def build_trainer(
     start = start_of(config)
     args = grpo_args(config)
     rows = start.training_rows(config, train_rows)
-    require_generation_batch(
-        len(rows), args, f"--samples {sample_set.path if sample_set else config.samples}"
-    )
+    source = sample_set.path if sample_set else config.samples
+    require_generation_batch(len(rows), args, f"--samples {source}")  # before the start's warm-up, if any
     model_path = start.model_path(config, train_rows)
     train_rows = rows
     tokenizer = AutoTokenizer.from_pretrained(model_path)

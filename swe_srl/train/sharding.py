@@ -35,9 +35,8 @@ def shard_on_cpu() -> bool:
 
     def sharding_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        plugin = kwargs.get(
-            "fsdp_plugin"
-        )  # Accelerator passes it by name, built from the launch's FSDP config
+        # Accelerator passes the plugin by name, built from the launch's FSDP config
+        plugin = kwargs.get("fsdp_plugin")
         if plugin is not None and self.distributed_type == DistributedType.MULTI_CPU:
             self.distributed_type = DistributedType.FSDP
             self.fsdp_plugin = plugin

@@ -14,12 +14,15 @@ from swe_srl.view.server import export, serve
 
 def view_cmd(
     path: Path = typer.Argument(
-        ..., help="An eval run folder, a training run folder (or --seeds folder), a trajectories or samples file."
+        ...,
+        help="An eval run folder, a training run folder (or --seeds folder), a trajectories or samples file.",
     ),
     port: int = typer.Option(8000, help="Port to serve on (0: any free port)."),
     host: str = typer.Option("127.0.0.1", help="Address to bind; anything but 127.0.0.1 exposes the runs."),
     export_dir: Path | None = typer.Option(
-        None, "--export", help="Write a static site into this folder (open DIR/index.html) instead of serving."
+        None,
+        "--export",
+        help="Write a static site into this folder (open DIR/index.html) instead of serving.",
     ),
     trajectories: Path | None = typer.Option(None, help="A trajectories file to link instance ids to."),
     samples: Path | None = typer.Option(None, help="A samples file to link instance ids to."),

@@ -52,7 +52,9 @@ def _file_kind(path: Path) -> str:
     if detect_format(first) is not None:
         return "trajectories"
     keys = ", ".join(sorted(first)[:6]) if isinstance(first, dict) else type(first).__name__
-    raise ConfigError(f"{path}: its first record ({keys}) is neither a sample nor a trajectory; expected {EXPECTED}")
+    raise ConfigError(
+        f"{path}: its first record ({keys}) is neither a sample nor a trajectory; expected {EXPECTED}"
+    )
 
 
 def _first_record(path: Path) -> object:

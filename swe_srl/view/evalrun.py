@@ -40,7 +40,8 @@ class EvalRun:
     def _row(self, path: Path) -> dict[str, Any]:
         record = loads(path.read_bytes(), str(path))
         row = {"instance_id": record.get("instance_id", path.stem), "file": path.name}
-        row |= {key: record.get(key) for key in ROW_KEYS} | {"page": f"instance/{slug(row['instance_id'])}.html"}
+        row |= {key: record.get(key) for key in ROW_KEYS}
+        row["page"] = f"instance/{slug(row['instance_id'])}.html"
         protocol = record.get("protocol") or {}
         tokens = [protocol.get("prompt_tokens"), protocol.get("completion_tokens")]
         row["tokens"] = sum(tokens) if None not in tokens else None
@@ -127,7 +128,8 @@ class EvalRun:
         with self._lock:
             if self._instances is None:
                 self._instances = {}
-                with contextlib.suppress(SweSrlError, OSError, ValueError):  # the page says the lists are unknown
+                # not readable here: the page says the test lists are unknown
+                with contextlib.suppress(SweSrlError, OSError, ValueError):
                     if self.dataset:
                         self._instances = {i.instance_id: i for i in load_instances(self.dataset)}
             return self._instances

@@ -23,7 +23,10 @@ def open_site(
     dataset: str | None = None,
 ) -> Site:
     """The site of ``path`` with ``--trajectories``, ``--samples`` and ``--replay`` (``swe-srl replay --out``)."""
-    for option, value, kind in (("--trajectories", trajectories, "trajectories"), ("--samples", samples, "samples")):
+    for option, value, kind in (
+        ("--trajectories", trajectories, "trajectories"),
+        ("--samples", samples, "samples"),
+    ):
         if value is not None and detect(value) != kind:
             raise ConfigError(f"{option} {value}: a {detect(value)} path, not a {kind} file")
     if replay is not None and not Path(replay).is_file():

@@ -112,8 +112,8 @@ class Samples:
             iid = next((i for i in self.ids() if slug(i) == name), None)
             if iid is None:
                 return None
-            return "samples.html", base | self._page(self.sample_entries(instance_id=iid), 1, 10**9) | {
-                "instance": iid}
+            found = self._page(self.sample_entries(instance_id=iid), 1, 10**9)
+            return "samples.html", base | found | {"instance": iid}
         number = 1 if page == "index.html" else _page_number(page)
         if number is None:
             return None

@@ -33,7 +33,10 @@ def make_server(site: Site, host: str = "127.0.0.1", port: int = 8000) -> Thread
             if route.endswith("/"):
                 route += "index.html"
             if route in files:  # a fixed list: the viewer's static files and the runs' images under PATH
-                data, kind = files[route].read_bytes(), mimetypes.guess_type(route)[0] or "application/octet-stream"
+                data, kind = (
+                    files[route].read_bytes(),
+                    mimetypes.guess_type(route)[0] or "application/octet-stream",
+                )
             else:
                 html = site.render(route, dict(parse_qsl(parts.query))) if route.endswith(".html") else None
                 if html is None:
@@ -54,7 +57,9 @@ def make_server(site: Site, host: str = "127.0.0.1", port: int = 8000) -> Thread
     try:
         return ThreadingHTTPServer((host, port), Handler)
     except OSError as exc:
-        raise ConfigError(f"--host {host} --port {port}: cannot listen there ({exc.strerror}); try another --port") from None
+        raise ConfigError(
+            f"--host {host} --port {port}: cannot listen there ({exc.strerror}); try another --port"
+        ) from None
 
 
 def serve(site: Site, host: str, port: int, say: Callable[[str], None] = print) -> None:

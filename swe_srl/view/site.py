@@ -60,7 +60,6 @@ class Site:
             return None
         template, context = found
         root = "../" * route.count("/")
-        here = prefix + page.rsplit("/", 1)[0] + "/" if "/" in page else prefix
 
         def url(target: str) -> str:
             return root + target
@@ -74,8 +73,8 @@ class Site:
 
         nav = [(s.title, url(p + "index.html")) for p, s in self.sources.items()]
         return self.env.get_template(template).render(
-            **context, root=root, url=url, local=local, links=links, nav=nav, here=here,
-            title=source.title, route=route,
+            **context, root=root, url=url, local=local, links=links, nav=nav,
+            title=source.title,
         )  # fmt: skip
 
 
@@ -83,7 +82,7 @@ def _num(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return f"{value:.2e}" if 0 < abs(value) < 0.5 * 10**-digits else f"{value:.{digits}f}"
     return str(value)
 
 

@@ -47,7 +47,9 @@ def diff_lines(patch: str) -> list[tuple[str, str]]:
     return out
 
 
-def steps_of(trajectory: Trajectory | None, rewards: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def steps_of(
+    trajectory: Trajectory | None, rewards: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """A trajectory's steps for a page: thought, action, observation (folded past :data:`FOLD_CHARS`, with its
     size), exit code, and the step's replay row (its rewards) when ``rewards`` has one."""
     if trajectory is None:

@@ -6,6 +6,7 @@ a problem statement, an expert action and a patch."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -85,3 +86,22 @@ def replay_file(path: Path, trajs: list[Trajectory]) -> Path:
                                             True, s.observation) for k, s in enumerate(traj.steps)]  # fmt: skip
     atomic_write_text(path, "".join(replay_rows_text(t, rows[t.instance_id]) for t in trajs))
     return path
+
+
+def training_run(out: Path) -> Path:
+    """A two-step tiny training run (``run_training``, the real reward) with TRL's completion logs on: 7 training
+    instances and 1 held-out instance of 5 steps (tests/train's samples)."""
+    from swe_srl.train.config import load_config
+    from swe_srl.train.run import run_training
+
+    spec = importlib.util.spec_from_file_location(
+        "train_conftest", Path(__file__).parents[1] / "train" / "conftest.py"
+    )
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    samples = out.parent / "train-samples.jsonl"
+    atomic_write_text(samples, "".join(json.dumps(r) + "\n" for r in helpers.make_samples()))
+    overrides = [*helpers.TINY, "trl.max_steps=2", "trl.logging_steps=1", "eval.every=0", "eval.max_samples=5",
+                 "trl.log_completions=true", "trl.num_completions_to_print=1"]  # fmt: skip
+    run_training(load_config(None, overrides, samples=str(samples), output=str(out)), command="view test")
+    return out

@@ -27,6 +27,8 @@ class Samples:
         self.path = Path(path)
         self.index = LineIndex(self.path)
         self.header, self.first, self.more = self._head()
+        self.first_ids = {r.get("instance_id") for r in self.first}
+        self._ids: set[str] | None = None
         self.window = history_window(str(self.path), self.header) if self.header else None
         self.title = f"samples {self.path.name}"
         self.index.start()
@@ -92,15 +94,19 @@ class Samples:
 
     def pages(self) -> list[str]:
         pages = -(-len(self.sample_entries()) // PAGE)
-        ids = sorted({e.instance_id for e in self.sample_entries() if e.instance_id})
+        ids = sorted(self.ids())
         return ["index.html", *(f"page/{n}.html" for n in range(2, pages + 1)),
                 *(f"instance/{slug(i)}.html" for i in ids)]  # fmt: skip
 
     def ids(self) -> set[str]:
-        return {e.instance_id for e in self.sample_entries() if e.instance_id}
+        if self._ids is None:  # the index does not change once built
+            self._ids = {e.instance_id for e in self.sample_entries() if e.instance_id}
+        return self._ids
 
     def instance_page(self, instance_id: str) -> str | None:
-        return f"instance/{slug(instance_id)}.html" if instance_id in self.ids() else None
+        """The page of ``instance_id``'s samples; the first page's ids need no index (its links come at once)."""
+        known = instance_id in self.first_ids or instance_id in self.ids()
+        return f"instance/{slug(instance_id)}.html" if known else None
 
     def render(self, page: str, query: dict[str, str]) -> tuple[str, dict[str, Any]] | None:
         filters = {k: query.get(k, "") for k in ("instance", "split", "step")}

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from dataclasses import asdict
 from pathlib import Path
 
+from swe_srl.eval.protocols.oneshot import Generation
+from swe_srl.eval.protocols.published import protocol_summary, published
 from swe_srl.eval.replay import ReplayRow, replay_rows_text, self_reward
 from swe_srl.eval.rundir import RunDir
 from swe_srl.paths import atomic_write_text
@@ -104,4 +107,32 @@ def training_run(out: Path) -> Path:
     overrides = [*helpers.TINY, "trl.max_steps=2", "trl.logging_steps=1", "eval.every=0", "eval.max_samples=5",
                  "trl.log_completions=true", "trl.num_completions_to_print=1"]  # fmt: skip
     run_training(load_config(None, overrides, samples=str(samples), output=str(out)), command="view test")
+    return out
+
+
+def oneshot_run(out: Path, data: Path) -> Path:
+    """An ``--protocol oracle-edit`` eval run: one instance patched, one whose answer could not be read (an
+    empty patch and its reason), the report with the paper's published rows and the protocol summary."""
+    run, records = RunDir(out), []
+    for iid, ok in ((IDS[0], True), (IDS[1], False)):
+        generation = Generation(f"<solution>{XSS}</solution>" if ok else "no edits here", 812, 64 if ok else 4096,
+                                truncated=not ok)  # fmt: skip
+        reason = (
+            None
+            if ok
+            else "unreadable answer: no <solution> block (the output was cut at the generation budget)"
+        )
+        candidate = {"files": ["src/a.py"], "patch_chars": 40 if ok else 0, "reason": reason,
+                     "notes": ["edit 1: matched after stripping whitespace"], "generations": [asdict(generation)]}  # fmt: skip
+        protocol = {"name": "oracle-edit", "reason": reason, "notes": candidate["notes"], "chosen": 0 if ok else None,
+                    "votes": [1], "prompt_tokens": 812, "completion_tokens": generation.completion_tokens,
+                    "truncated": int(not ok), "candidates": [candidate]}  # fmt: skip
+        record = {"instance_id": iid, "repo": "demo/x", "model_patch": trajectory(iid).patch if ok else "",
+                  "steps": 1, "format_errors": int(not ok), "exit_reason": "patch" if ok else "no_patch",
+                  "error": None, "status": "unresolved", "tests": {}, "log": "", "trajectory": None,
+                  "protocol": protocol, "wall_s": 3.0}  # fmt: skip
+        records.append(run.write(record))
+    meta = {"dataset": str(data), "protocol": "oracle-edit", "published": published("oracle-edit"),
+            "protocol_summary": protocol_summary(records)}  # fmt: skip
+    run.publish(records, "tiny", meta)
     return out

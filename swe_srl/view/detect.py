@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 from swe_srl.errors import ConfigError, TrajectoryFormatError
-from swe_srl.trajectories.importers import detect_format, iter_file_records
+from swe_srl.trajectories.importers import detect_format, is_trajectory_file, iter_file_records
 
 KINDS = ("eval", "train", "seeds", "trajectories", "samples")
 EXPECTED = (
     "an eval run folder (report.json or results/), a training run folder (metrics.jsonl, summary.json or "
-    "heldout.jsonl; seeds.json for --seeds), a trajectories file (native, swe-agent, mini-swe-agent, swe-smith, "
+    "heldout.jsonl; seeds.json for --seeds), a trajectories file or folder (native, swe-agent, mini-swe-agent, swe-smith, "
     "openhands, nebius) or a samples file (swe-srl decompose)"
 )
 TRAIN_FILES = ("metrics.jsonl", "summary.json", "heldout.jsonl")
@@ -35,6 +35,9 @@ def _folder_kind(path: Path) -> str:
         return "train"
     if (path / "seeds.json").is_file() or seed_runs(path):
         return "seeds"
+    first = next((p for p in sorted(path.rglob("*")) if p.is_file() and is_trajectory_file(p)), None)
+    if first is not None and _file_kind(first) == "trajectories":  # a run's folder of trajectory files
+        return "trajectories"
     raise ConfigError(f"{path}: a folder holding none of report.json, results/, {', '.join(TRAIN_FILES)}, "
                       f"seeds.json; expected {EXPECTED}")  # fmt: skip
 

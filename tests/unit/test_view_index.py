@@ -80,10 +80,12 @@ def test_kind_detection_and_its_one_line_errors(tmp_path: Path):
     (tmp_path / "train" / "metrics.jsonl").write_text('{"step": 1, "reward": 0.5}\n')
     (tmp_path / "seeds" / "seed-0").mkdir(parents=True)
     (tmp_path / "seeds" / "seed-0" / "summary.json").write_text("{}")
-    swe_agent = tmp_path / "a.traj"
+    swe_agent = tmp_path / "swe-agent-run" / "a.traj"  # a run's folder of trajectory files, and one of them
+    swe_agent.parent.mkdir()
     swe_agent.write_text(json.dumps({"trajectory": [{"action": "ls", "observation": "", "thought": ""}]}))
-    assert [detect(p) for p in (run, tmp_path / "train", tmp_path / "seeds", trajs, swe_agent, samples)] == [
-        "eval", "train", "seeds", "trajectories", "trajectories", "samples"]  # fmt: skip
+    paths = (run, tmp_path / "train", tmp_path / "seeds", trajs, swe_agent.parent, swe_agent, samples)
+    assert [detect(p) for p in paths] == ["eval", "train", "seeds", "trajectories", "trajectories", "trajectories",
+                                          "samples"]  # fmt: skip
     (tmp_path / "empty").mkdir()
     (tmp_path / "other.jsonl").write_text('{"hello": 1}\n')
     for bad, why in ((tmp_path / "nope", "no such file or folder"), (tmp_path / "empty", "a folder holding none"),

@@ -1,5 +1,6 @@
 """Pages the browser test does not open, rendered by the site as the server serves them: a one-shot protocol's
-run (published rows, generations, the reason of an empty patch) and a ``--seeds`` folder."""
+run (published rows, generations, the reason of an empty patch), a ``--seeds`` folder, and GRPO groups read from
+a completion log with rewards that differ."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
+from swe_srl.view.groups import completion_steps, read_groups
 from swe_srl.view.open import open_site
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
@@ -52,3 +56,30 @@ def test_seeds_folder_lists_its_seeds_and_serves_each_run(tmp_path: Path):
     page = site.render("seed-1/index.html")
     assert 'href="../static/viewer.css"' in page and "+0.800" in page  # the gain, layered
     assert "1.250" in page  # seed-1's own metrics
+
+
+def test_grpo_groups_rank_each_prompts_completions_by_reward(tmp_path: Path):
+    """A completion log as TRL 1.16 writes it (``pd.DataFrame(table).to_parquet``): a group per prompt, ranked."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    prompts = [[{"role": "system", "content": "s"}, {"role": "user", "content": f"fix {k}"}] for k in (1, 2)]
+    rewards = [0.2, 0.9, -1.0, 0.5, 0.1, 0.3, 0.3, 0.7]
+    table = {
+        "step": [3] * 8,
+        "prompt": [prompts[k // 4] for k in range(8)],
+        "completion": [[{"role": "assistant", "content": f"<think>t</think>\ncmd {k}"}] for k in range(8)],
+        "srl_layered": rewards,
+        "srl_layered/syntax": [r / 2 for r in rewards],
+        "srl_layered_format_error": ["" if r > -1 else "no_think" for r in rewards],
+        "advantage": [r - 0.5 for r in rewards],
+    }
+    (tmp_path / "completions").mkdir()
+    pd.DataFrame(table).to_parquet(tmp_path / "completions" / "completions_00003.parquet")
+    assert completion_steps(tmp_path) == [3]
+    groups = read_groups(tmp_path, 3)
+    assert [g["prompt"][1]["content"] for g in groups] == ["fix 1", "fix 2"]
+    assert [c["text"].split()[-1] for c in groups[0]["completions"]] == ["1", "3", "0", "2"]
+    assert [c["reward"] for c in groups[1]["completions"]] == [0.7, 0.3, 0.3, 0.1]
+    worst = groups[0]["completions"][-1]
+    assert worst["layers"] == {"syntax": -0.5} and worst["notes"] == {"srl_layered_format_error": "no_think"}
+    assert groups[0]["spread"] == pytest.approx(1.9) and groups[0]["layer_names"] == ["syntax"]

@@ -69,7 +69,7 @@ class Site:
 
         def links(instance_id: str) -> list[tuple[str, str]]:
             return [(LABELS[s.kind], url(p + page_)) for p, s in self.sources.items()
-                    if (page_ := s.instance_page(instance_id)) and p + page_ != route]  # fmt: skip
+                    if (page_ := s.instance_page(instance_id)) and (p + page_).split("#")[0] != route]  # fmt: skip
 
         nav = [(s.title, url(p + "index.html")) for p, s in self.sources.items()]
         return self.env.get_template(template).render(

@@ -14,7 +14,7 @@ from swe_srl.view.groups import completion_steps, read_groups
 from swe_srl.view.index import loads
 from swe_srl.view.text import slug
 
-PROMPT_TAIL = 600
+PROMPT_TAIL = 300
 """Characters of a held-out prompt's end shown in the table (the whole prompt folds out)."""
 CURVES = ("reward", "eval/mean_reward", "kl", "entropy", "completions/mean_length", "format_error_rate",
           "dynamic_sampling/kept_ratio")  # fmt: skip

@@ -66,4 +66,5 @@ function setupFilters(box) {
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   document.querySelectorAll(".filters[data-table]").forEach(setupFilters);
+  document.querySelectorAll("pre.tail").forEach((pre) => { pre.scrollTop = pre.scrollHeight; });  // ends of prompts
 });

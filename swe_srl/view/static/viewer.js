@@ -26,8 +26,13 @@ function makeSortable(table) {
         return down ? -order : order;
       });
       rows.forEach((row) => body.appendChild(row));
+      scrollTails(body);  // moving a row resets its scroll positions
     });
   });
+}
+
+function scrollTails(root) {  // cells that show the end of a text (a prompt's) open at that end
+  root.querySelectorAll("pre.tail").forEach((pre) => { pre.scrollTop = pre.scrollHeight; });
 }
 
 function rowsOf(box) {
@@ -66,5 +71,5 @@ function setupFilters(box) {
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   document.querySelectorAll(".filters[data-table]").forEach(setupFilters);
-  document.querySelectorAll("pre.tail").forEach((pre) => { pre.scrollTop = pre.scrollHeight; });  // ends of prompts
+  scrollTails(document);
 });

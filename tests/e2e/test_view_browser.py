@@ -151,6 +151,7 @@ def test_samples_as_the_model_sees_them_with_server_filters(browser, served):
     assert not _xss_ran(browser)
 
 
+@pytest.mark.train
 def test_training_run_curves_heldout_and_grpo_groups(browser, tmp_path: Path):
     pytest.importorskip("trl")
     run = view_runs.training_run(tmp_path / "train")

@@ -32,7 +32,7 @@ class EvalRun:
         self.report = loads(report.read_bytes(), str(report)) if report.is_file() else {}
         self.rows = [self._row(p) for p in sorted((self.path / "results").glob("*.json"))]
         self.by_slug = {slug(r["instance_id"]): r for r in self.rows}
-        self.dataset = dataset or self.report.get("dataset") or None
+        self.dataset = dataset or _local(self.report.get("dataset"))
         self._instances: dict[str, Instance] | None = None
         self._lock = threading.Lock()
         self.title = f"eval run {self.path.name}"
@@ -133,3 +133,13 @@ class EvalRun:
                     if self.dataset:
                         self._instances = {i.instance_id: i for i in load_instances(self.dataset)}
             return self._instances
+
+
+def _local(dataset: str | None) -> str | None:
+    """The run's dataset when it loads without the network (the bundled suite, a file); a hub id is read only when
+    ``--dataset`` names it, so an instance page never waits on a download."""
+    if not dataset:
+        return None
+    name, _, rest = dataset.partition(":")
+    local = name == "bundled" or Path(dataset).expanduser().is_file() or Path(rest).expanduser().is_file()
+    return dataset if local else None

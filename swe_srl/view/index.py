@@ -2,22 +2,25 @@
 
 A page reads only its own records (``LineIndex.read``); the index holds, per non-empty line, its offset and the
 fields pages filter and join on (``kind``, ``instance_id``, ``split``, ``step``; a samples file's ``ref``, ``traj``,
-``oracle``), never the records. It is built on first
-use (or in a background thread, :meth:`LineIndex.start`) and kept in memory while the viewer runs; the first page of
-a file needs no index (:func:`head`).
+``oracle``), never the records. It is built once per version of the file (in a background thread,
+:meth:`LineIndex.start`), kept in memory while the viewer runs and cached under ``$SWE_SRL_HOME/view-index/``; the
+first page of a file needs no index (:func:`head`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
 from swe_srl.errors import ConfigError
+from swe_srl.paths import atomic_write_text, cache_dir
 
 FIELDS = ("kind", "instance_id", "split", "step", "ref", "traj", "oracle")
 PARSE_LIMIT = 8192
@@ -78,11 +81,28 @@ class LineIndex:
             self._thread.start()
 
     def entries(self) -> list[Entry]:
-        """Every record's entry, in file order (built on first call)."""
+        """Every record's entry, in file order: from the cache when this version of the file was indexed before,
+        else built (and cached) on first call."""
         with self._lock:
             if self._entries is None:
-                self._entries = list(self._build())
+                cached = self._cache_file()
+                if cached is not None and cached.is_file():
+                    self._entries = [Entry(*row) for row in json.loads(cached.read_bytes())]
+                else:
+                    self._entries = list(self._build())
+                    with contextlib.suppress(OSError):  # a cache that cannot be written is rebuilt next time
+                        if cached is not None:
+                            atomic_write_text(cached, json.dumps([astuple(e) for e in self._entries]))
             return self._entries
+
+    def _cache_file(self) -> Path | None:
+        """The index's cache, keyed by the file's absolute path, size and modification time (None: no cache)."""
+        stat = self.path.stat()
+        key = f"{self.path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{','.join(FIELDS)}"
+        try:
+            return cache_dir("view-index") / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+        except OSError:
+            return None
 
     def _build(self) -> Iterator[Entry]:
         with open(self.path, "rb") as handle:

@@ -27,6 +27,11 @@ def _jsonl(path: Path, records: list[dict], blank_every: int = 0) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SWE_SRL_HOME", str(tmp_path / "home"))  # the index cache of these tests
+
+
 def test_index_holds_each_records_offset_and_fields_and_reads_one_record(tmp_path: Path):
     records = [{"kind": "sample", "instance_id": f"i{n % 3}", "split": "test" if n % 2 else "train", "step": n,
                 "expert_action": "é" * n} for n in range(20)]  # fmt: skip
@@ -37,6 +42,12 @@ def test_index_holds_each_records_offset_and_fields_and_reads_one_record(tmp_pat
     assert [e.step for e in index.select(instance_id="i1", split="test")] == [1, 7, 13, 19]
     assert len(index.select(instance_id="", split=None)) == 20  # empty filters select everything
     assert index.entries() is entries  # built once
+    cached = list((tmp_path / "home" / "view-index").glob("*.json"))
+    assert len(cached) == 1 and LineIndex(index.path).entries() == entries  # and cached for the next viewer
+    with index.path.open("a") as handle:  # another version of the file: indexed again
+        handle.write(json.dumps({"kind": "sample", "instance_id": "new", "step": 99}) + "\n")
+    assert [e.step for e in LineIndex(index.path).select(instance_id="new")] == [99]
+    assert len(list((tmp_path / "home" / "view-index").glob("*.json"))) == 2
 
 
 def test_a_long_line_is_searched_for_its_fields_not_parsed():

@@ -26,6 +26,9 @@ def view_cmd(
     ),
     trajectories: Path | None = typer.Option(None, help="A trajectories file to link instance ids to."),
     samples: Path | None = typer.Option(None, help="A samples file to link instance ids to."),
+    train: Path | None = typer.Option(
+        None, help="A training run whose held-out rows to link instance ids to."
+    ),
     replay: Path | None = typer.Option(None, help="Per-step rewards written by `swe-srl replay --out`."),
     dataset: str | None = typer.Option(
         None, help="An eval run's dataset (FAIL_TO_PASS/PASS_TO_PASS, problems); default: the one it names."
@@ -34,7 +37,9 @@ def view_cmd(
     """Look at a run in the browser: an eval run, a training run, trajectories or samples."""
 
     console = Console()
-    site = open_site(path, trajectories=trajectories, samples=samples, replay=replay, dataset=dataset)
+    site = open_site(
+        path, trajectories=trajectories, samples=samples, train=train, replay=replay, dataset=dataset
+    )
     if export_dir is None:
         serve(site, host, port, say=lambda line: console.print(line, highlight=False, soft_wrap=True))
         return

@@ -19,10 +19,12 @@ def open_site(
     *,
     trajectories: Path | None = None,
     samples: Path | None = None,
+    train: Path | None = None,
     replay: Path | None = None,
     dataset: str | None = None,
 ) -> Site:
-    """The site of ``path`` with ``--trajectories``, ``--samples`` and ``--replay`` (``swe-srl replay --out``)."""
+    """The site of ``path`` with ``--trajectories``, ``--samples``, ``--train`` (a training run whose held-out rows
+    the other pages link to) and ``--replay`` (``swe-srl replay --out``)."""
     for option, value, kind in (
         ("--trajectories", trajectories, "trajectories"),
         ("--samples", samples, "samples"),
@@ -45,4 +47,8 @@ def open_site(
         main = Samples(path)
     extras = [Trajectories(trajectories, replay=rows)] if trajectories else []
     extras += [Samples(samples)] if samples else []
+    if train is not None:
+        if detect(train) not in ("train", "seeds"):
+            raise ConfigError(f"--train {train}: a {detect(train)} path, not a training run folder")
+        extras.append(TrainRun(train) if detect(train) == "train" else SeedsRun(train))
     return Site(main, extras)

@@ -1,5 +1,5 @@
-"""The viewer's pages as one site: the main PATH at the root, ``--trajectories`` under ``trajectories/`` and
-``--samples`` under ``samples/``; instance ids link across them. Every page is rendered by Jinja2 with autoescape on,
+"""The viewer's pages as one site: the main PATH at the root, ``--trajectories`` under ``trajectories/``,
+``--samples`` under ``samples/`` and ``--train`` under ``train/``; instance ids link across them. Every page is rendered by Jinja2 with autoescape on,
 at a relative address (``instance/<id>.html``), so the server and the static export give the same files."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 STATIC = ("viewer.css", "viewer.js")
 LABELS = {"eval": "eval instance", "train": "held-out rows", "seeds": "held-out rows",
           "trajectories": "trajectory", "samples": "samples"}  # fmt: skip
-EXTRA_PREFIX = {"trajectories": "trajectories/", "samples": "samples/"}
+EXTRA_PREFIX = {"trajectories": "trajectories/", "samples": "samples/", "train": "train/", "seeds": "train/"}
 
 
 class Site:

@@ -83,3 +83,20 @@ def test_grpo_groups_rank_each_prompts_completions_by_reward(tmp_path: Path):
     worst = groups[0]["completions"][-1]
     assert worst["layers"] == {"syntax": -0.5} and worst["notes"] == {"srl_layered_format_error": "no_think"}
     assert groups[0]["spread"] == pytest.approx(1.9) and groups[0]["layer_names"] == ["syntax"]
+
+
+def test_eval_instances_and_held_out_rows_link_to_each_other(tmp_path: Path):
+    data = view_runs.dataset(tmp_path / "data.jsonl")
+    run = view_runs.eval_run(tmp_path / "eval", data)
+    train = tmp_path / "train"
+    train.mkdir()
+    row = {"id": "a#1", "instance_id": "demo__alpha-1", "step": 1, "prompt": "p", "expert_action": "cat a.py",
+           "initial_output": "x", "final_output": "<think>t</think>\ncat a.py",
+           "initial_reward": {"srl": 0.0, "layered": 0.0}, "final_reward": {"srl": 1.0, "layered": 1.0}}  # fmt: skip
+    (train / "heldout.jsonl").write_text(json.dumps(row) + "\n")
+    site = open_site(run, train=train)
+    assert "train/index.html" in site.routes()
+    assert 'href="../train/index.html#held-demo__alpha-1"' in site.render("instance/demo__alpha-1.html")
+    held = site.render("train/index.html")
+    assert 'id="held-demo__alpha-1"' in held and 'href="../instance/demo__alpha-1.html"' in held
+    assert "train/index.html#" not in site.render("instance/demo__beta-2.html")  # no held-out row of it

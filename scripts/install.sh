@@ -23,6 +23,17 @@ python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('sweben
   || python -m pip install -q --no-deps "swebench==4.1.0"
 python -c "import swe_srl, trl, gymnasium, docker" # fails loudly if the install did not take
 
+# Headless Chromium for the viewer's browser tests (tests/e2e/test_view_browser.py): Debian's packages, no
+# browser download. Selenium drives it through /usr/bin/chromedriver.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  echo "==> installing chromium and chromium-driver (Debian packages)"
+  if command -v apt-get >/dev/null && [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "warning: install chromium and chromium-driver (root, apt-get) for the viewer's browser tests" >&2
+  fi
+fi
+
 echo "==> swe-srl setup (Docker engine + base images)"
 swe-srl setup
 echo "==> swe-srl tasks build (the bundled suite: PyPI sdists once, validated in containers)"

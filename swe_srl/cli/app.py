@@ -68,6 +68,10 @@ COMMANDS = {
         "Scripted expert trajectories on tasks with a gold patch.", "swe_srl.cli.expert:expert_app"
     ),
     "env": Lazy("The Gymnasium environment (SweSrl-v0).", "swe_srl.cli.env:env_app"),
+    "view": Lazy(
+        "Look at a run in the browser: an eval run, a training run, trajectories or samples.",
+        "swe_srl.cli.view:view_cmd",
+    ),
 }
 """Every command: its help line (``--help`` shows it; tests/unit/test_cli_lazy.py checks it is the command's own)
 and ``module:attribute``, or the registry of a group spread over several modules."""

@@ -11,9 +11,10 @@ from swe_srl.benchmark.instances import load_instances
 from swe_srl.cli.infra import IMAGE_SOURCE_HELP
 from swe_srl.env.debug_shell import open_shell
 from swe_srl.errors import TaskError, TrajectoryFormatError
-from swe_srl.eval.replay import render_table, replay
+from swe_srl.eval.replay import render_table, replay, replay_rows_text
 from swe_srl.infra.executor import Task, make_executor
 from swe_srl.infra.sources import select_image_source
+from swe_srl.paths import atomic_write_text
 from swe_srl.trajectories.importers import import_trajectories
 from swe_srl.trajectories.schema import write_jsonl
 from swe_srl.trajectories.scripted import scripted_trajectories
@@ -79,13 +80,19 @@ def replay_cmd(
         None, "--instance", help="Replay only trajectories of this instance."
     ),
     repos_dir: Path | None = typer.Option(None, help="Local clones of the task repositories."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Also write each replayed step as a JSON line (for `swe-srl view --replay`)."
+    ),
 ) -> None:
     """Replay trajectories in the sandbox: exit codes, self-rewards, observation matches."""
 
-    console = Console()
+    console, lines = Console(), []
     for trajectory in _trajectory(traj, index, instance_id):
         rows = replay(trajectory, _instance(dataset, trajectory.instance_id), repos_dir=repos_dir)
         console.print(render_table(trajectory, rows, width=console.width))
+        lines.append(replay_rows_text(trajectory, rows))
+        if out is not None:
+            atomic_write_text(out, "".join(lines))
 
 
 def shell_cmd(

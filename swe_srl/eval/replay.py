@@ -5,9 +5,10 @@ Replaying also stores the expert state (cumulative diffs and cwds) so later rest
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rich.table import Table
@@ -94,6 +95,17 @@ def replay(
                 on_row(row)
     save_state(traj, instance, state)
     return rows
+
+
+def replay_rows_text(traj: Trajectory, rows: list[ReplayRow]) -> str:
+    """``swe-srl replay --out``'s JSONL lines of one trajectory: each replayed step with its instance id (without
+    the replayed observation), what ``swe-srl view --replay`` shows beside the steps."""
+    lines = []
+    for row in rows:
+        record = {"instance_id": traj.instance_id, **asdict(row)}
+        del record["observation"]
+        lines.append(json.dumps(record) + "\n")
+    return "".join(lines)
 
 
 def shorten(action: str, width: int = 60) -> str:

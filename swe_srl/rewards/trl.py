@@ -3,7 +3,7 @@
 TRL 1.16 calls ``reward_func(prompts=…, completions=…, completion_ids=…, **columns)`` where ``columns`` are the
 dataset columns (here ``expert_action``, ``instance_id``, ``step``, ``trajectory_hash``…) plus ``trainer_state``,
 ``log_extra(column, values)`` and ``log_metric(name, value)``; it names the function by its ``__name__``. We use
-``log_metric`` for the mean of every reward component and ``log_extra`` for the format error of each completion.
+``log_metric`` for the mean of every reward component and ``log_extra`` for each completion's format error and layers.
 Wrappers rewrite each completion before a reward function scores it (``MappedReward``): ``PrefixedReward`` (the
 ``<think>`` a chat template's generation prompt wrote) here, the tiny policy's slots in ``swe_srl.train.tiny.slots``.
 """
@@ -11,6 +11,7 @@ Wrappers rewrite each completion before a reward function scores it (``MappedRew
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -161,11 +162,14 @@ class SRLReward:
         return self._inputs[where]
 
     def _log(self, columns: Mapping[str, Any]) -> None:
-        """Format errors per completion into TRL's completion table; the components are logged once, by the
-        trainer (``reward_components/<layer>``, from :attr:`last_components`)."""
+        """Per completion, into TRL's completion table (``trl.log_completions=true``; ``swe-srl view`` shows it):
+        the format error and each layer of the reward (``<name>/<layer>``, NaN where a completion has no such
+        layer). Their means are logged once, by the trainer (``reward_components/<layer>``)."""
         log_extra = columns.get("log_extra")
         if callable(log_extra):
             log_extra(f"{self.__name__}_format_error", [e or "" for e in self.last_format_errors])
+            for layer in sorted({k for c in self.last_components for k in c}):
+                log_extra(f"{self.__name__}/{layer}", [c.get(layer, math.nan) for c in self.last_components])
 
     @property
     def syntax_fallback(self) -> str | None:

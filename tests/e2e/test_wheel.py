@@ -124,6 +124,10 @@ def test_wheel_carries_every_module_and_the_resource_folders(wheel: Path) -> Non
         assert modules and modules <= names, (
             f"not in the wheel (add to pyproject packages): {modules - names}"
         )
+        viewer = {rel for rel in _checkout_files("swe_srl/view") if not rel.endswith(".py")}
+        assert viewer and viewer <= names, (
+            f"not in the wheel (add to pyproject package-data): {viewer - names}"
+        )
         resources = _checkout_files(*paths.RESOURCES)
         assert {f"{name}/" for name in paths.RESOURCES} <= {rel.split("/")[0] + "/" for rel in resources}
         for rel, path in resources.items():

@@ -177,6 +177,9 @@ def test_srl_reward_matches_score_output_and_pickles() -> None:
     assert totals[2] == -1.0 and len(clone.last_components) == 3
     assert not logged  # the components are logged once, by the trainer (reward_components/<layer>)
     assert extra["srl_layered_format_error"][2].startswith("missing_think")
+    # each layer per completion, for TRL's completion table (swe-srl view's GRPO groups)
+    assert extra["srl_layered/syntax"][:2] == [c["syntax"] for c in clone.last_components[:2]]
+    assert {k for k in extra if "/" in k} == {f"srl_layered/{k}" for c in clone.last_components for k in c}
 
 
 def test_cli_reward_json_and_table() -> None:

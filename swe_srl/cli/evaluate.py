@@ -115,4 +115,5 @@ def _ungraded(report: dict, out: Path, console: Console) -> None:
         console.print(f"[red]infra error[/] {error['instance_id']}: {error['error']}", highlight=False)
     console.print(f"{made} prediction(s), not graded: {out / 'predictions.jsonl'} (protocol records: "
                   f"{out / 'results'}); grade them where Docker runs with the same options and "
-                  f"--policy predictions:{out / 'predictions.jsonl'} -o OTHER_DIR", highlight=False)  # fmt: skip
+                  f"--policy predictions:{out / 'predictions.jsonl'} -o OTHER_DIR", highlight=False,
+                  soft_wrap=True)  # fmt: skip

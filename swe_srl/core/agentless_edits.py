@@ -67,9 +67,10 @@ def split_command(command: str) -> tuple[str, str] | None:
     return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
-def apply_commands(commands: list[str], content: str) -> tuple[str, list[str]]:
+def apply_commands(commands: list[str], content: str) -> tuple[str | None, list[str]]:
     """``content`` after the edits that apply to the original, in order, each replacing every occurrence;
-    notes on the edits skipped."""
+    notes on the edits skipped. None: an empty SEARCH, which the rule would put between every two characters
+    (the file could not parse; a large file would not fit in memory)."""
     usable, notes = [], []
     for command in commands:
         pair = split_command(command)
@@ -80,6 +81,8 @@ def apply_commands(commands: list[str], content: str) -> tuple[str, list[str]]:
         else:
             usable.append(pair)
     for search, replace in usable:
+        if not search:
+            return None, [*notes, "an empty SEARCH puts the REPLACE between every two characters"]
         content = content.replace(search, replace)
     return content, notes
 
@@ -98,6 +101,9 @@ def post_process(output: str, contents: Mapping[str, str]) -> Applied:
     for path in (p for p in commands if p in files):
         text, notes = apply_commands(commands[path], contents[path])
         applied.notes += [f"skipped an edit of {path}: {note}" for note in notes]
+        if text is None:
+            applied.problem = f"{path} no longer parses as Python after the edits (an empty SEARCH)"
+            return applied
         if text == "":
             applied.notes.append(f"dropped {path}: the edits leave it empty")
         else:

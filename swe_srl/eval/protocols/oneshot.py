@@ -138,7 +138,7 @@ def _candidate(instance: Instance, settings: Any, policy: Any, tree: BaseTree) -
             return _empty(cand, "the localization named no Python file of the listing", located)
     else:
         cand.files = oracle_files(instance) if settings.edit_rules == "agentless" else instance.oracle_files
-    contents, left_out = _within_budget(tree.contents(cand.files), policy, settings.repair_input_tokens)
+    contents, left_out = within_budget(tree.contents(cand.files), policy, settings.repair_input_tokens)
     cand.notes += [f"left {path} out of the repair prompt: over its input budget" for path in left_out]
     repaired = _generate(policy, repair_messages(problem, contents, template=templates.get("repair")))
     cand.generations.append(repaired)
@@ -172,7 +172,7 @@ def _patched(cand: Candidate, repaired: Generation, contents: dict[str, str], se
     return cand
 
 
-def _within_budget(contents: dict[str, str], policy: Any, budget: int) -> tuple[dict[str, str], list[str]]:
+def within_budget(contents: dict[str, str], policy: Any, budget: int) -> tuple[dict[str, str], list[str]]:
     """The files whose ``### path`` + text fit ``budget`` tokens together, in order, at least the first."""
     count = getattr(policy, "count_tokens", None) or (lambda text: (len(text.encode()) + 3) // 4)
     kept, left_out, used = {}, [], 0

@@ -1,5 +1,6 @@
-"""SEARCH/REPLACE edits (the edit format of SWE-RL's Agentless-mini): parse a model's answer, apply the edits to
-the base files, turn the result into a unified diff; and write a unified diff back as such edits.
+"""SEARCH/REPLACE edits (the edit format of SWE-RL's Agentless-mini) by our strict rules (``--edit-rules strict``;
+the default reading is Agentless-mini's own, :mod:`swe_srl.core.agentless_edits`): parse a model's answer, apply
+the edits to the base files; turn new file contents into a unified diff (both rules); write edits as an answer.
 
 An answer may open with ``<think>…</think>``; its edits sit in a ``<solution>`` block (without one, the text after
 the thinking is read). Each edit lives in a fenced block (```python, ```py or a bare fence)::

@@ -146,7 +146,7 @@ def load_swerl(swerl_dir: Path, deps: Path | None, playground: str):
         )
 
 
-def swerl_files(answer: str, contents: dict[str, str], repair, api) -> dict[str, str]:
+def swerl_files(answer: str, contents: dict[str, str], repair, api, fast: bool = False) -> dict[str, str]:
     """The files SWE-RL's post-processing edits (empty when it writes no patch, or runs out of memory: an empty
     SEARCH puts the REPLACE between every two characters)."""
     pairs = [split_command(c) for cs in file_commands(python_blocks(answer)).values() for c in cs]
@@ -156,7 +156,14 @@ def swerl_files(answer: str, contents: dict[str, str], repair, api) -> dict[str,
         files, _ = repair._post_process_multifile_repair(api.parse_thinking_output(answer), contents)
         if not files:
             return {}
-        diff, _, old, edited, new = repair.post_process_raw_output(answer, {f: contents[f] for f in files})
+        shown = {f: contents[f] for f in files}
+        if fast:  # post_process_raw_output's decision from the same functions, without its git playground
+            edited, new = repair._post_process_multifile_repair(answer, shown)
+            old = [shown[f] for f in edited]
+            data = repair.utils.data
+            keep = data.check_syntax(new) and not data.check_code_differ_by_just_empty_lines(new, old)
+            return {f: n for f, o, n in zip(edited, old, new, strict=True) if n != o} if keep else {}
+        diff, _, old, edited, new = repair.post_process_raw_output(answer, shown)
         return {f: n for f, o, n in zip(edited, old, new, strict=True) if n != o} if diff.strip() else {}
     return {}
 
@@ -200,6 +207,9 @@ def main() -> None:
     parser.add_argument("--dataset", default=DATASET)
     parser.add_argument("--repos-dir", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--limit", type=int, default=0, help="instances at most (0: every one with a clone)")
+    parser.add_argument(
+        "--fast", action="store_true", help="post_process_raw_output's checks without its git diff"
+    )
     args = parser.parse_args()
     console, started = Console(), time.monotonic()
     with tempfile.TemporaryDirectory() as playground:
@@ -212,7 +222,7 @@ def main() -> None:
             answers = [a for a in answers if a[0].instance_id in keep]
         misses: list[str] = []
         for instance, tree, contents, name, answer in track(answers, description="answers", console=console):
-            theirs = squeeze(swerl_files(answer, contents, repair, api))
+            theirs = squeeze(swerl_files(answer, contents, repair, api, args.fast))
             row = seen.setdefault(name, Counter())
             row["answers"] += 1
             row["swe-rl patch"] += bool(theirs)

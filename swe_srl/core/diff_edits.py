@@ -76,12 +76,12 @@ def _count(lines: list[str], start: int, end: int) -> int:
     return 0 if first < 0 else 1 if text.find(search, first + 1) < 0 else 2
 
 
-def _settled(lines: list[str], start: int, end: int, hunk_end: int) -> bool:
-    """The window matches once and, unless it reaches the end of the file, ends on a clean line after the hunks."""
+def _settled(lines: list[str], start: int, end: int, hunk_end: int, limit: int) -> bool:
+    """The window matches once and, unless it reaches ``limit``, ends on a clean line after the hunks."""
     if end - start == 0 or _count(lines, start, end) != 1:
         return False
     last = lines[end - 1]
-    return end == len(lines) or (end > hunk_end and last.strip() != "" and last == last.rstrip())
+    return end >= limit or (end > hunk_end and last.strip() != "" and last == last.rstrip())
 
 
 def _windows(lines: list[str], spans: list[_Span]) -> list[tuple[int, int, list[_Span]]]:
@@ -102,10 +102,11 @@ def _windows(lines: list[str], spans: list[_Span]) -> list[tuple[int, int, list[
 
 
 def _unique(lines: list[str], start: int, end: int, hunk_end: int) -> tuple[int, int]:
-    """[start, end) widened, alternately below and above, until :func:`_settled`."""
-    below = True
-    while not _settled(lines, start, end, hunk_end) and (start > 0 or end < len(lines)):
-        if (below and end < len(lines)) or start == 0:
+    """[start, end) widened, alternately below and above, until :func:`_settled`; never onto the empty line after
+    the file's last newline (an edit's end is stripped: the newline would be lost)."""
+    below, limit = True, max(end, len(lines) - (lines[-1] == ""))
+    while not _settled(lines, start, end, hunk_end, limit) and (start > 0 or end < limit):
+        if (below and end < limit) or start == 0:
             end += 1
         else:
             start -= 1

@@ -15,6 +15,7 @@ from swe_srl.agent.policies import ScriptedPolicy
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.search_replace import make_patch
 from swe_srl.errors import ConfigError
+from swe_srl.eval.protocols.gold import GoldEditPolicy
 from swe_srl.eval.protocols.oneshot import run_protocol, within_budget
 from swe_srl.eval.protocols.prompts import is_localization, load_template
 from swe_srl.eval.settings import EvalSettings
@@ -115,6 +116,10 @@ def test_a_prompt_template_is_sent_byte_for_byte(instance: Instance, tmp_path: P
     ]
     assert prompts[0] == "Issue: add() subtracts\npkg\n    core.py\nAt most 5."
     assert prompts[1] == f"Fix {{this}}:\nadd() subtracts\n\n### pkg/core.py\n{BASE['pkg/core.py'].rstrip()}"
+    settings = EvalSettings("gold", protocol="agentless", prompt_templates=templates)
+    assert (
+        "+    return a + b" in run_protocol(instance, settings, GoldEditPolicy())["patch"]
+    )  # tells the prompts apart
 
 
 @pytest.mark.parametrize(

@@ -54,42 +54,93 @@ NAMES = {  # the file name: the text before SEARCH, leading # and spaces strippe
     "#### path": (answer(fence(edit("X = 1", "X = 3", "pkg/util.py", header="#### {}"))), UTIL_FIXED, ""),
     "###path": (answer(fence(edit("X = 1", "X = 3", "pkg/util.py", header="###{}"))), UTIL_FIXED, ""),
     "bare path": (answer(fence(edit("X = 1", "X = 3", "pkg/util.py", header="{}"))), UTIL_FIXED, ""),
-    "prose before the path": (answer(fence(edit("X = 1", "X = 3", "pkg/util.py", header="See:\n# {}"))), {}, ""),
+    "prose before the path": (
+        answer(fence(edit("X = 1", "X = 3", "pkg/util.py", header="See:\n# {}"))),
+        {},
+        "",
+    ),
     "./path": (answer(fence(edit("X = 1", "X = 3", "./pkg/util.py"))), {}, "no edit of a file shown"),
-    "carried over": (answer(fence(UTIL, edit("Y = 2", "Y = 4", None))), {"pkg/util.py": "X = 3\nY = 4\n"}, ""),
+    "carried over": (
+        answer(fence(UTIL, edit("Y = 2", "Y = 4", None))),
+        {"pkg/util.py": "X = 3\nY = 4\n"},
+        "",
+    ),
     "first edit unnamed": (answer(fence(edit("Y = 2", "Y = 4", None), UTIL)), UTIL_FIXED, ""),
     "not carried across fences": (answer(fence(UTIL), fence(edit("Y = 2", "Y = 4", None))), UTIL_FIXED, ""),
     "file not shown": (answer(fence(edit("a", "b", "pkg/other.py"))), {}, "no edit of a file shown"),
 }
 BLOCKS = {  # duplicates once; the divider exactly =======; blocks that do not split in two skipped
-    "duplicate once": (answer(fence(edit("Y = 2", "Y = 2\nZ = 3", "pkg/util.py")), fence(edit("Y = 2", "Y = 2\nZ = 3", "pkg/util.py"))),
-                       {"pkg/util.py": "X = 1\nY = 2\nZ = 3\n"}, ""),  # fmt: skip
-    "divider with a space": (answer(fence(UTIL.replace("\n=======\n", "\n======= \n"))), {}, "no edit applied"),
-    "two dividers": (answer(fence(edit("X = 1\n=======\nY = 2", "X = 3", "pkg/util.py"))), {}, "no edit applied"),
+    "duplicate once": (
+        answer(
+            fence(edit("Y = 2", "Y = 2\nZ = 3", "pkg/util.py")),
+            fence(edit("Y = 2", "Y = 2\nZ = 3", "pkg/util.py")),
+        ),
+        {"pkg/util.py": "X = 1\nY = 2\nZ = 3\n"},
+        "",
+    ),  # fmt: skip
+    "divider with a space": (
+        answer(fence(UTIL.replace("\n=======\n", "\n======= \n"))),
+        {},
+        "no edit applied",
+    ),
+    "two dividers": (
+        answer(fence(edit("X = 1\n=======\nY = 2", "X = 3", "pkg/util.py"))),
+        {},
+        "no edit applied",
+    ),
     "empty REPLACE": (answer(fence(edit("Y = 2", "", "pkg/util.py"))), {}, "no edit applied"),
     "note after SEARCH marker": (answer(fence(UTIL.replace("SEARCH\n", "SEARCH (old)\n"))), UTIL_FIXED, ""),
 }
 MATCHING = {  # SEARCH a substring of the original; all checked first; applied in order, every occurrence
-    "first line unindented": (answer(fence(edit("return a - b", "return a + b"))), {"pkg/core.py": BOTH_FIXED}, ""),
-    "every occurrence": (answer(fence(edit("    return a - b", "    return a + b"))), {"pkg/core.py": BOTH_FIXED}, ""),
+    "first line unindented": (
+        answer(fence(edit("return a - b", "return a + b"))),
+        {"pkg/core.py": BOTH_FIXED},
+        "",
+    ),
+    "every occurrence": (
+        answer(fence(edit("    return a - b", "    return a + b"))),
+        {"pkg/core.py": BOTH_FIXED},
+        "",
+    ),
     "checked on the original": (answer(fence(UTIL, edit("X = 3", "X = 4", "pkg/util.py"))), UTIL_FIXED, ""),
-    "in order": (answer(fence(edit("X = 1", "X = 11", "pkg/util.py"), edit("X = 1", "X = 5", "pkg/util.py"))),
-                 {"pkg/util.py": "X = 51\nY = 2\n"}, ""),  # fmt: skip  (the second also hits X = 11)
+    "in order": (
+        answer(fence(edit("X = 1", "X = 11", "pkg/util.py"), edit("X = 1", "X = 5", "pkg/util.py"))),
+        {"pkg/util.py": "X = 51\nY = 2\n"},
+        "",
+    ),  # the second also hits X = 11
     "not in the file": (answer(fence(edit("Z = 9", "Z = 1", "pkg/util.py"))), {}, "no edit applied"),
 }
 THINKING = {  # files from <solution>; edits from every python fence; no <solution>: the whole output
-    "edit in think applies": (answer(fence(UTIL), think=f"<think>\n{fence(edit('Y = 2', 'Y = 5', 'pkg/util.py'))}\n</think>\n"),
-                              {"pkg/util.py": "X = 3\nY = 5\n"}, ""),  # fmt: skip
+    "edit in think applies": (
+        answer(fence(UTIL), think=f"<think>\n{fence(edit('Y = 2', 'Y = 5', 'pkg/util.py'))}\n</think>\n"),
+        {"pkg/util.py": "X = 3\nY = 5\n"},
+        "",
+    ),  # fmt: skip
     "file only in think": (answer(fence(UTIL), think=f"<think>\n{fence(FIX)}\n</think>\n"), UTIL_FIXED, ""),
     "unclosed think": ("<think>\nlet me fix it\n" + fence(UTIL), UTIL_FIXED, ""),
     "no solution tags": ("<think>\nok\n</think>\n" + fence(UTIL), UTIL_FIXED, ""),
 }
 EMPTY = {  # no patch: a file that does not parse, is emptied (dropped), or only blank lines changed
     "does not parse": (answer(fence(edit("X = 1", "X = (", "pkg/util.py"))), {}, "no longer parses"),
-    "REPLACE stripped to nothing": (answer(fence("### pkg/util.py\n<<<<<<< SEARCH\nX = 1\nY = 2\n\n=======\n\n>>>>>>> REPLACE")), {}, ""),
-    "blank lines only": (answer(fence(edit("X = 1\nY = 2", "X = 1\n\nY = 2", "pkg/util.py"))), {}, "blank lines only"),
+    "REPLACE stripped to nothing": (
+        answer(fence("### pkg/util.py\n<<<<<<< SEARCH\nX = 1\nY = 2\n\n=======\n\n>>>>>>> REPLACE")),
+        {},
+        "",
+    ),
+    "blank lines only": (
+        answer(fence(edit("X = 1\nY = 2", "X = 1\n\nY = 2", "pkg/util.py"))),
+        {},
+        "blank lines only",
+    ),
 }
-TABLES = {"read": READ, "names": NAMES, "blocks": BLOCKS, "matching": MATCHING, "thinking": THINKING, "empty": EMPTY}
+TABLES = {
+    "read": READ,
+    "names": NAMES,
+    "blocks": BLOCKS,
+    "matching": MATCHING,
+    "thinking": THINKING,
+    "empty": EMPTY,
+}
 
 
 @pytest.mark.parametrize(
@@ -101,12 +152,14 @@ def test_agentless_rule(output: str, expected: dict[str, str], reason: str) -> N
     check(output, expected, reason)
 
 
-def test_a_file_the_edits_empty_is_dropped_and_the_others_kept() -> None:
+def test_an_edit_that_does_not_split_is_skipped_and_the_others_kept() -> None:
     base = {"a.py": "X = 1", "b.py": "Y = 1\n"}
     output = answer(fence(edit("X = 1", "X = 1", "a.py").replace("=======\nX = 1", "=======\n")))
     assert post_process(output, base).problem  # an empty REPLACE does not split: nothing
-    emptied = fence("### a.py\n<<<<<<< SEARCH\nX = 1\n=======\n\n>>>>>>> REPLACE", edit("Y = 1", "Y = 2", "b.py"))
-    applied = post_process(answer(emptied), base)
+    mixed = fence(
+        "### a.py\n<<<<<<< SEARCH\nX = 1\n=======\n\n>>>>>>> REPLACE", edit("Y = 1", "Y = 2", "b.py")
+    )
+    applied = post_process(answer(mixed), base)
     assert applied.new == {"b.py": "Y = 2\n"} and applied.problem is None
 
 

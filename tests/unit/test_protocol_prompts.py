@@ -106,7 +106,10 @@ def test_protocol_summary_counts_tokens_truncations_and_reasons() -> None:
         ({"policy": "gold", "protocol": "agentless", "oracle_files": True}, "protocol"),
         ({"policy": "gold", "candidates": 0}, "protocol"),
         ({"policy": "gold", "protocol": "oneshot"}, "protocol"),
-        ({"policy": "gold", "edit_rules": "loose"}, "--edit-rules 'loose': expected one of agentless, strict"),
+        (
+            {"policy": "gold", "edit_rules": "loose"},
+            "--edit-rules 'loose': expected one of agentless, strict",
+        ),
         ({"policy": "gold", "protocol": "agent", "no_grade": True}, "--no-grade is for --protocol"),
         ({"policy": "gold", "protocol": "agent", "prompt_templates": (("repair", "x"),)}, "not agent"),
     ],

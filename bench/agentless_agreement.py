@@ -10,7 +10,7 @@ counts as agreeing).
 
 Usage (SWE-RL's modules import openai, tenacity and tiktoken: ``pip install --target DEPS openai tenacity tiktoken``)::
 
-    git --git-dir=/work/.mirror/facebookresearch+swe-rl/repo archive HEAD | tar -x -C /tmp/swerl
+    git clone https://github.com/facebookresearch/swe-rl /tmp/swerl    # outside this repository
     python bench/agentless_agreement.py --swerl-dir /tmp/swerl --swerl-deps DEPS --repos-dir /work/.mirror
 """
 

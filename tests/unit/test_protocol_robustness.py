@@ -138,3 +138,13 @@ def test_a_bad_prompt_template_fails_in_one_line(
         (tmp_path / "t.txt").write_text(text)
     with pytest.raises(ConfigError, match=match):
         load_template(spec.format(tmp_path / "t.txt"))
+
+
+def test_the_listing_leaves_test_paths_out_except_in_pytest(instance: Instance) -> None:
+    from dataclasses import replace
+
+    from swe_srl.eval.protocols.sources import BaseTree
+
+    assert BaseTree(instance).listing() == ["pkg/core.py"]
+    pytest_own = replace(instance, instance_id="pytest-dev__pytest-1")
+    assert BaseTree(pytest_own).listing() == ["pkg/core.py", "tests/test_core.py"]

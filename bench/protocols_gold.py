@@ -4,7 +4,7 @@ the gold files; repair: the gold patch as SEARCH/REPLACE) is parsed and applied 
 the files it yields are compared with the files ``git apply`` makes of the gold patch. An instance whose files are
 identical grades as the gold patch does; the others are listed with the cause.
 
-Usage: python bench/protocols_gold.py [--dataset FILE] [--repos-dir /work/.mirror] [--exactly-once]
+Usage: python bench/protocols_gold.py [--dataset FILE] [--repos-dir /work/.mirror] [--edit-rules agentless|strict]
 Prints per repository: instances, identical under oracle-edit, identical under agentless, and each mismatch.
 """
 
@@ -21,11 +21,12 @@ from rich.console import Console
 from rich.table import Table
 
 from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.core.agentless_edits import post_process
 from swe_srl.core.search_replace import apply_edits, parse_edits
 from swe_srl.errors import SweSrlError
 from swe_srl.eval.protocols.gold import gold_localization, gold_repair
 from swe_srl.eval.protocols.prompts import parse_localization
-from swe_srl.eval.protocols.sources import BaseTree
+from swe_srl.eval.protocols.sources import BaseTree, oracle_files
 
 DATASET = "/work/shared/data/swebench-verified.jsonl"
 
@@ -44,15 +45,18 @@ def gold_files(instance: Instance, tree: BaseTree) -> dict[str, str | None]:
         return {p: (root / p).read_text() if (root / p).exists() else None for p in paths}
 
 
-def through(instance: Instance, tree: BaseTree, protocol: str, exactly_once: bool) -> dict[str, str | None]:
+def through(instance: Instance, tree: BaseTree, protocol: str, rules: str) -> dict[str, str | None]:
     """The files the protocol's edit path makes of the gold answer (unchanged files keep their base text)."""
-    files = instance.oracle_files
+    files = oracle_files(instance) if rules == "agentless" else instance.oracle_files
     if protocol == "agentless":
         files, _ = parse_localization(gold_localization(instance), tree.listing())
     contents = tree.contents(files)
-    parsed = parse_edits(gold_repair(instance, tree))
-    applied = apply_edits(parsed.edits, contents, is_test=tree.is_test, creatable=tree.creatable,
-                          exactly_once=exactly_once)  # fmt: skip
+    if rules == "agentless":
+        applied = post_process(gold_repair(instance, tree), contents)
+    else:
+        parsed = parse_edits(gold_repair(instance, tree))
+        applied = apply_edits(parsed.edits, contents, is_test=tree.is_test, creatable=tree.creatable,
+                              exactly_once=True)  # fmt: skip
     if applied.problem:
         return {}
     base = tree.contents(instance.oracle_files)
@@ -63,7 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default=DATASET)
     parser.add_argument("--repos-dir", type=Path, default=Path("/work/.mirror"))
-    parser.add_argument("--exactly-once", action="store_true")
+    parser.add_argument("--edit-rules", choices=("agentless", "strict"), default="agentless")
     args = parser.parse_args()
     console = Console()
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -80,7 +84,7 @@ def main() -> None:
         row = counts[instance.repo]
         row[0] += 1
         for k, protocol in enumerate(("oracle-edit", "agentless"), start=1):
-            if through(instance, tree, protocol, args.exactly_once) == expected:
+            if through(instance, tree, protocol, args.edit_rules) == expected:
                 row[k] += 1
             else:
                 misses.append(f"{protocol} {instance.instance_id}: files {instance.oracle_files}")

@@ -65,5 +65,16 @@ class PolicyError(SweSrlError, RuntimeError):
     """A policy cannot answer: unknown spec, unreachable server, model that fails to load, script exhausted."""
 
 
+class ContextOverflow(PolicyError):
+    """The prompt does not fit the model's context (the server said so: HTTP 400/413 or its "maximum context
+    length" message). One-generation protocols turn it into an empty patch, not an error."""
+
+    def __init__(
+        self, message: str, prompt_tokens: int | None = None, context_tokens: int | None = None
+    ) -> None:
+        self.prompt_tokens, self.context_tokens = prompt_tokens, context_tokens
+        super().__init__(message)
+
+
 class ExecutorError(SweSrlError, RuntimeError):
     """A task could not be run to completion by the executor (worker lost too often, no start slot, no cluster)."""

@@ -19,15 +19,29 @@ class ChatStub:
 
 
 @contextlib.contextmanager
-def serving(answer: Callable[[dict], str], usage: bool = False) -> Iterator[ChatStub]:
+def serving(
+    answer: Callable[[dict], str],
+    usage: bool = False,
+    refuse: Callable[[dict], tuple[int, str] | None] | None = None,
+) -> Iterator[ChatStub]:
     """Serve ``POST …/chat/completions`` on 127.0.0.1: the reply's message content is ``answer(request body)``;
-    ``usage``: the reply reports whitespace-separated words as prompt and completion tokens, as servers do."""
+    ``usage``: the reply reports whitespace-separated words as prompt and completion tokens, as servers do;
+    ``refuse``: (HTTP status, message) to answer instead, as vLLM answers a prompt over the context."""
     stub = ChatStub(url="")
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server API)
             request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             stub.requests.append(request)
+            refused = refuse(request) if refuse else None
+            if refused is not None:
+                error = {
+                    "object": "error",
+                    "message": refused[1],
+                    "type": "BadRequestError",
+                    "code": refused[0],
+                }
+                return self._send(refused[0], error)
             message = {"role": "assistant", "content": answer(request)}
             reply: dict = {"choices": [{"message": message, "finish_reason": "stop"}]}
             if usage:
@@ -36,8 +50,11 @@ def serving(answer: Callable[[dict], str], usage: bool = False) -> Iterator[Chat
                     "prompt_tokens": prompt,
                     "completion_tokens": len(message["content"].split()),
                 }
+            self._send(200, reply)
+
+        def _send(self, status: int, reply: dict) -> None:
             body = json.dumps(reply).encode()
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

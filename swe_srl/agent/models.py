@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from swe_srl.core.actions import THINK_OPEN
 from swe_srl.core.view import PLAIN, PlainView
-from swe_srl.errors import PolicyError
+from swe_srl.errors import ContextOverflow, PolicyError
 
 if TYPE_CHECKING:
     from swe_srl.benchmark.instances import Instance
@@ -165,6 +166,28 @@ class HFPolicy:
 
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_TOO_LONG = re.compile(
+    r"context length|context window|too long|too many tokens|exceeds? the|max_model_len", re.I
+)
+
+
+def context_overflow(status: int, detail: str) -> ContextOverflow | None:
+    """The server's answer as a context overflow: HTTP 413, or 400 (or any status) whose message says the prompt
+    is too long; with the token counts vLLM-style messages give (``maximum context length is N tokens``,
+    ``M in the messages``)."""
+    if (
+        status != 413
+        and not (status == 400 and _TOO_LONG.search(detail))
+        and "maximum context length" not in detail
+    ):
+        return None
+    context = re.search(r"maximum context length is (\d+)", detail)
+    prompt = re.search(
+        r"(\d+) (?:tokens )?in the messages|prompt \(?(?:contains|has|is)? ?(\d+) tokens", detail
+    )
+    prompt_tokens = next((int(g) for g in prompt.groups() if g), None) if prompt else None
+    return ContextOverflow(f"the server reports the prompt over the model's context (HTTP {status}: {detail[:200]})",
+                           prompt_tokens, int(context.group(1)) if context else None)  # fmt: skip
 
 
 class OpenAIPolicy:
@@ -228,6 +251,8 @@ class OpenAIPolicy:
                     return json.loads(response.read())
             except urllib.error.HTTPError as exc:
                 detail = exc.read()[:500].decode(errors="replace")
+                if overflow := context_overflow(exc.code, detail):
+                    raise overflow from None
                 if exc.code not in RETRY_STATUS:
                     raise PolicyError(
                         f"{url} answered HTTP {exc.code}: {detail} (check --model {self.model!r} and --base-url)"

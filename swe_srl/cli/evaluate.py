@@ -10,9 +10,9 @@ from rich.console import Console
 
 from swe_srl.agent.policies import POLICY_SPECS
 from swe_srl.benchmark.instances import load_instances, select_instances
-from swe_srl.cli.infra import IMAGE_SOURCE_HELP
 from swe_srl.errors import TaskError
-from swe_srl.eval.protocols.oneshot import ONE_SHOT_MAX_NEW_TOKENS, PROTOCOLS
+from swe_srl.eval.protocols.oneshot import EDIT_RULES, ONE_SHOT_MAX_NEW_TOKENS, PROTOCOLS
+from swe_srl.eval.protocols.prompts import load_template
 from swe_srl.eval.protocols.published import protocol_line, published_table
 from swe_srl.eval.report import summary_tables
 from swe_srl.eval.run import evaluate
@@ -20,34 +20,38 @@ from swe_srl.eval.settings import EvalSettings
 from swe_srl.infra.sources import select_image_source
 from swe_srl.train.tiny.slots import view_of
 
+MODEL, DATA, PROTOCOL, GRADING, RUN = "Model", "Data", "Protocol", "Grading", "Run"
+IMAGE_SOURCES = "auto | swebench | registry | debootstrap (or $SWE_SRL_IMAGE_SOURCE; docs/grading.md)"
+
 
 def eval_cmd(
-    policy: str = typer.Option(..., help=f"{POLICY_SPECS} (a SWE-bench predictions file, graded directly)"),
-    protocol: str = typer.Option("agent", help=f"{' | '.join(PROTOCOLS)}: agent episodes in SWEEnv; oracle-edit: one repair generation from the issue and the gold patch's whole files; agentless: file localization, then repair (docs/paper.md)"),
-    candidates: int = typer.Option(1, min=1, help="oracle-edit/agentless: candidates per instance, deduplicated and reranked by majority"),
-    exactly_once: bool = typer.Option(False, "--exactly-once", help="oracle-edit/agentless: skip an edit whose SEARCH matches more than one place"),
-    dataset: str = typer.Option("bundled:test", help="bundled[:train|:dev|:test], a .jsonl/.parquet path or a HF id"),
-    out: Path = typer.Option(..., "-o", "--out", help="output folder (resumable: finished instances are skipped)"),
-    instances: str = typer.Option("", "--instances", help="only these instance ids (comma-separated)"),
-    oracle_files: bool = typer.Option(False, "--oracle-files", help="prompt includes the files the gold patch edits"),
-    oracle_window: int = typer.Option(None, "--oracle-window", min=0, help="oracle files as windows of N lines around the gold hunks (implies --oracle-files; default: whole files)"),
-    workers: int = typer.Option(1, help="episodes in parallel (local pool or Ray tasks in flight)"),
-    ray: str = typer.Option(None, help="run episodes on Ray: auto | ray://host:10001 | host:6379"),
-    repos_dir: Path = typer.Option(None, help="folder of local clones (offline)"),
-    max_steps: int = typer.Option(50, help="policy calls per episode"),
-    base_url: str = typer.Option(None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
-    model: str = typer.Option(None, help="model name on the server (--policy openai)"),
-    max_new_tokens: int = typer.Option(None, help=f"tokens per model output (default: 1024 for agent, {ONE_SHOT_MAX_NEW_TOKENS} for oracle-edit/agentless)"),
-    temperature: float = typer.Option(0.0, help="sampling temperature (0 = greedy)"),
-    episode_timeout: float = typer.Option(1800, help="wall clock of one episode (s)"),
-    timeout: float = typer.Option(1800, help="test command timeout when grading (s)"),
-    direct_patch: bool = typer.Option(False, help="gold|empty: grade the patch without an episode"),
-    image_source: str = typer.Option(None, "--image-source", help=IMAGE_SOURCE_HELP),
+    policy: str = typer.Option(..., metavar="SPEC", rich_help_panel=MODEL, help=POLICY_SPECS),
+    base_url: str = typer.Option(None, metavar="URL", rich_help_panel=MODEL, help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
+    model: str = typer.Option(None, metavar="NAME", rich_help_panel=MODEL, help="model name on the server (--policy openai)"),
+    max_new_tokens: int = typer.Option(None, metavar="N", rich_help_panel=MODEL, help=f"tokens per output (default: 1024 for agent, {ONE_SHOT_MAX_NEW_TOKENS} for oracle-edit/agentless)"),
+    temperature: float = typer.Option(0.0, metavar="T", rich_help_panel=MODEL, help="sampling temperature (0 = greedy)"),
+    dataset: str = typer.Option("bundled:test", metavar="DATA", rich_help_panel=DATA, help="bundled[:train|:dev|:test], .jsonl/.parquet or HF id"),
+    instances: str = typer.Option("", "--instances", metavar="IDS", rich_help_panel=DATA, help="only these instance ids (comma-separated)"),
+    repos_dir: Path = typer.Option(None, metavar="DIR", rich_help_panel=DATA, help="folder of local clones (offline)"),
+    protocol: str = typer.Option("agent", metavar="NAME", rich_help_panel=PROTOCOL, help=f"{' | '.join(PROTOCOLS)} (docs/paper.md)"),
+    edit_rules: str = typer.Option("agentless", metavar="RULES", rich_help_panel=PROTOCOL, help=f"{' | '.join(EDIT_RULES)}: as Agentless-mini reads answers, or ours"),
+    prompt_template: list[str] = typer.Option([], metavar="KIND=FILE", rich_help_panel=PROTOCOL, help="repair|localization prompt with {fields} (docs/paper.md)"),
+    candidates: int = typer.Option(1, min=1, metavar="N", rich_help_panel=PROTOCOL, help="candidates per instance, reranked by majority"),
+    oracle_files: bool = typer.Option(False, "--oracle-files", rich_help_panel=PROTOCOL, help="agent: the prompt includes the files the gold patch edits"),
+    oracle_window: int = typer.Option(None, "--oracle-window", min=0, metavar="N", rich_help_panel=PROTOCOL, help="agent: oracle files as windows of N lines around the gold hunks"),
+    max_steps: int = typer.Option(50, metavar="N", rich_help_panel=PROTOCOL, help="agent: policy calls per episode"),
+    episode_timeout: float = typer.Option(1800, metavar="S", rich_help_panel=PROTOCOL, help="agent: wall clock of one episode (s)"),
+    no_grade: bool = typer.Option(False, "--no-grade", rich_help_panel=GRADING, help="predictions only, no Docker (oracle-edit/agentless); grade with --policy predictions:FILE"),
+    timeout: float = typer.Option(1800, metavar="S", rich_help_panel=GRADING, help="test command timeout when grading (s)"),
+    direct_patch: bool = typer.Option(False, "--direct-patch", rich_help_panel=GRADING, help="gold|empty: grade the patch without an episode"),
+    image_source: str = typer.Option(None, "--image-source", metavar="SRC", rich_help_panel=GRADING, help=IMAGE_SOURCES),
+    out: Path = typer.Option(..., "-o", "--out", metavar="DIR", rich_help_panel=RUN, help="output folder (resumable)"),
+    workers: int = typer.Option(1, metavar="N", rich_help_panel=RUN, help="instances in parallel"),
+    ray: str = typer.Option(None, metavar="ADDR", rich_help_panel=RUN, help="run on Ray: auto | ray://host:10001 | host:6379"),
 ) -> None:  # fmt: skip
     """Run POLICY on every instance of DATASET under PROTOCOL and grade the patches SWE-bench style.
 
-    Every input is checked before any work (one-line errors); Ctrl-C / SIGTERM stop at once, recording the
-    instances in flight as interrupted: the same command resumes.
+    Every input is checked before any work. Ctrl-C / SIGTERM stop at once; the same command resumes.
     """
 
     select_image_source(image_source)
@@ -60,7 +64,9 @@ def eval_cmd(
                             oracle_window=oracle_window,
                             repos_dir=str(repos_dir) if repos_dir else None, grade_timeout_s=timeout,
                             direct=direct_patch, protocol=protocol, candidates=candidates,
-                            exactly_once=exactly_once, view_for=view_of)  # fmt: skip
+                            edit_rules=edit_rules, no_grade=no_grade,
+                            prompt_templates=tuple(load_template(spec) for spec in prompt_template),
+                            view_for=view_of)  # fmt: skip
     ids = [i.strip() for i in instances.split(",") if i.strip()]
     every = load_instances(dataset)
     if not every:
@@ -77,6 +83,8 @@ def eval_cmd(
             f"[yellow]stopped[/]: instances in flight recorded as interrupted; rerun to resume ({out})"
         )
         raise
+    if no_grade:
+        return _ungraded(report, out, console)
     for table in summary_tables(report, f"{policy} on {dataset} ({setting})"):
         console.print(table)
     if (paper := published_table(report)) is not None:
@@ -97,3 +105,15 @@ def eval_cmd(
 def _line(record: dict) -> str:
     return (f"{record['instance_id']}: {record['status']} ({record.get('exit_reason')}, "
             f"{record.get('steps', 0)} steps, {record.get('wall_s', 0):.0f}s)")  # fmt: skip
+
+
+def _ungraded(report: dict, out: Path, console: Console) -> None:
+    """What a ``--no-grade`` run leaves and how to grade it."""
+    made = report["statuses"].get("generated", 0)
+    console.print(protocol_line(report["protocol_summary"]), highlight=False)
+    for error in report["errors"]:
+        console.print(f"[red]infra error[/] {error['instance_id']}: {error['error']}", highlight=False)
+    console.print(f"{made} prediction(s), not graded: {out / 'predictions.jsonl'} (protocol records: "
+                  f"{out / 'results'}); grade them where Docker runs with the same options and "
+                  f"--policy predictions:{out / 'predictions.jsonl'} -o OTHER_DIR", highlight=False,
+                  soft_wrap=True)  # fmt: skip

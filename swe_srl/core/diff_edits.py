@@ -2,7 +2,9 @@
 format of the one-generation protocols, for ``--policy gold`` and the tests' served model.
 
 Each hunk's old lines (context and removed) become a SEARCH, widened by neighbouring lines of the file until it
-matches exactly one place; hunks whose SEARCH regions meet are merged into one edit. An added file is an edit with
+matches exactly one place, also as a substring of the file (Agentless-mini's rule), and ends on a line after the
+hunk with text and no trailing space (Agentless-mini strips the end of an edit); hunks whose SEARCH regions meet are
+merged into one edit. An added file is an edit with
 an empty SEARCH. A removed or binary file has no such form and is reported in ``left_out``.
 """
 
@@ -66,15 +68,27 @@ def _span(hunk, lines: list[str]) -> _Span | None:
 
 
 def _count(lines: list[str], start: int, end: int) -> int:
-    search, n = lines[start:end], end - start
-    return sum(lines[k : k + n] == search for k in range(len(lines) - n + 1)) if n else 0
+    """How often lines [start, end) occur in the file as text, overlaps counted (0, 1 or 2: more is 2)."""
+    if end == start:
+        return 0
+    text, search = "\n".join(lines), "\n".join(lines[start:end])
+    first = text.find(search)
+    return 0 if first < 0 else 1 if text.find(search, first + 1) < 0 else 2
+
+
+def _settled(lines: list[str], start: int, end: int, hunk_end: int, limit: int) -> bool:
+    """The window matches once and, unless it reaches ``limit``, ends on a clean line after the hunks."""
+    if end - start == 0 or _count(lines, start, end) != 1:
+        return False
+    last = lines[end - 1]
+    return end >= limit or (end > hunk_end and last.strip() != "" and last == last.rstrip())
 
 
 def _windows(lines: list[str], spans: list[_Span]) -> list[tuple[int, int, list[_Span]]]:
     """Groups of hunks with the old-line window each group's SEARCH covers (unique in the file)."""
     groups = [(s.start, s.end, [s]) for s in spans]
     while True:
-        widened = [(*_unique(lines, a, b), g) for a, b, g in groups]
+        widened = [(*_unique(lines, a, b, max(s.end for s in g)), g) for a, b, g in groups]
         merged: list[tuple[int, int, list[_Span]]] = []
         for a, b, g in widened:
             if merged and a < merged[-1][1]:
@@ -87,11 +101,12 @@ def _windows(lines: list[str], spans: list[_Span]) -> list[tuple[int, int, list[
         groups = merged
 
 
-def _unique(lines: list[str], start: int, end: int) -> tuple[int, int]:
-    """[start, end) widened, alternately below and above, until those lines occur once in the file."""
-    below = True
-    while (end - start == 0 or _count(lines, start, end) != 1) and (start > 0 or end < len(lines)):
-        if (below and end < len(lines)) or start == 0:
+def _unique(lines: list[str], start: int, end: int, hunk_end: int) -> tuple[int, int]:
+    """[start, end) widened, alternately below and above, until :func:`_settled`; never onto the empty line after
+    the file's last newline (an edit's end is stripped: the newline would be lost)."""
+    below, limit = True, max(end, len(lines) - (lines[-1] == ""))
+    while not _settled(lines, start, end, hunk_end, limit) and (start > 0 or end < limit):
+        if (below and end < limit) or start == 0:
             end += 1
         else:
             start -= 1

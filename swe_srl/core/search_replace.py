@@ -1,5 +1,6 @@
-"""SEARCH/REPLACE edits (the edit format of SWE-RL's Agentless-mini): parse a model's answer, apply the edits to
-the base files, turn the result into a unified diff; and write a unified diff back as such edits.
+"""SEARCH/REPLACE edits (the edit format of SWE-RL's Agentless-mini) by our strict rules (``--edit-rules strict``;
+the default reading is Agentless-mini's own, :mod:`swe_srl.core.agentless_edits`): parse a model's answer, apply
+the edits to the base files; turn new file contents into a unified diff (both rules); write edits as an answer.
 
 An answer may open with ``<think>…</think>``; its edits sit in a ``<solution>`` block (without one, the text after
 the thinking is read). Each edit lives in a fenced block (```python, ```py or a bare fence)::
@@ -216,8 +217,8 @@ def make_patch(new: Mapping[str, str], old: Mapping[str, str]) -> str:
     for path in sorted(new):
         before = old.get(path)
         body = difflib.unified_diff(
-            (before or "").splitlines(keepends=True),
-            new[path].splitlines(keepends=True),
+            _with_ends(before or ""),
+            _with_ends(new[path]),
             "/dev/null" if before is None else f"a/{path}",
             f"b/{path}",
             n=3,
@@ -229,6 +230,14 @@ def make_patch(new: Mapping[str, str], old: Mapping[str, str]) -> str:
             mode = "new file mode 100644\n" if before is None else ""
             sections.append(f"diff --git a/{path} b/{path}\n{mode}{text}")
     return "".join(sections)
+
+
+def _with_ends(text: str) -> list[str]:
+    """The lines of ``text`` cut at ``\n`` only, as git cuts them (``str.splitlines`` also cuts at form feeds,
+    ``\x1c``-``\x1e``, ``\x85``, ``\u2028``, ``\u2029``: a diff built so is rejected by ``git apply``)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
 
 
 def format_edits(edits: list[Edit]) -> str:

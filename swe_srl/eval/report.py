@@ -20,6 +20,8 @@ NO_PREDICTION = "no_prediction"
 """``--policy predictions:FILE``: the file has no patch for this instance of the dataset."""
 UNGRADED = (ERROR, INTERRUPTED, NO_PREDICTION)
 """Statuses without a verdict: not predictions, not in the graded rate; a resume runs them again."""
+GENERATED = "generated"
+"""``--no-grade``: the patch is a prediction, not graded (``--policy predictions:FILE`` grades it later)."""
 
 
 def _rate(part: int | float, whole: int | float) -> float:
@@ -87,7 +89,7 @@ def build_report(records: list[dict], *, policy: str, meta: dict[str, Any] | Non
     format_errors = sum(r.get("format_errors", 0) for r in episodes)
     errors = [{"instance_id": r["instance_id"], "exit_reason": r.get("exit_reason"), "error": r.get("error")}
               for r in records if r["status"] == ERROR]  # fmt: skip
-    graded = sum(r["status"] not in UNGRADED for r in records)
+    graded = sum(r["status"] not in (*UNGRADED, GENERATED) for r in records)
     return {
         "policy": policy,
         **(meta or {}),

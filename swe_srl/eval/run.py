@@ -22,10 +22,15 @@ the tasks and the harness independently of the agent stack, with one container p
 ``predictions:FILE`` grades the patches of a SWE-bench predictions file of any system the same way (the offline
 ``run_evaluation``); instances without a prediction are reported as ``no_prediction``, a changed prediction is graded
 again on resume. Every input is checked before any work (policy spec, predictions, output folder).
+
+``no_grade`` (one-generation protocols): the patches are written as predictions with status ``generated`` and the
+protocol records, and nothing is graded, so no Docker engine is needed; ``predictions:OUT/predictions.jsonl`` under
+the same protocol grades them later, the protocol records of ``OUT/results`` carried into the new report.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -43,7 +48,7 @@ from swe_srl.eval.predictions import Prediction, predictions_path, read_predicti
 from swe_srl.eval.protocols.gold import EmptyEditPolicy, GoldEditPolicy
 from swe_srl.eval.protocols.oneshot import run_protocol
 from swe_srl.eval.protocols.published import protocol_summary, published
-from swe_srl.eval.report import ERROR, INTERRUPTED, NO_PREDICTION
+from swe_srl.eval.report import ERROR, GENERATED, INTERRUPTED, NO_PREDICTION
 from swe_srl.eval.rundir import RunDir
 from swe_srl.eval.settings import EvalSettings
 from swe_srl.grading.runner import grade
@@ -131,6 +136,8 @@ def eval_instance(instance: Instance, settings: EvalSettings, patch: str | None 
     del record["patch"]
     if record["exit_reason"] in ("infra_error", "policy_error"):
         record |= {"status": ERROR, "tests": {}, "log": record["error"] or ""}
+    elif settings.no_grade:
+        record |= {"status": GENERATED, "tests": {}, "log": ""}
     else:
         try:
             graded = grade(instance, record["model_patch"], repos_dir=_path(settings.repos_dir),
@@ -185,7 +192,8 @@ def evaluate(
     run = RunDir(out)
     source = predictions_path(settings.policy)
     preds = read_predictions(source, known_ids or [i.instance_id for i in instances]) if source else None
-    done = run.finished()
+    done = {k: r for k, r in run.finished().items() if settings.no_grade or r["status"] != GENERATED}
+    protocols = _protocol_records(source) if source and settings.protocol != "agent" else {}
     if preds is not None:  # a prediction that changed since its grading is graded again
         done = {k: r for k, r in done.items() if k in preds and r["model_patch"] == preds[k].model_patch}
     name = _name(settings, preds)
@@ -211,6 +219,8 @@ def evaluate(
     def on_result(key: str, record: dict) -> None:
         if preds is not None and key in preds:
             record = {**record, "model_name_or_path": preds[key].model_name_or_path}
+            if key in protocols:
+                record["protocol"] = protocols[key]
         records[key] = run.write(record)
         publish()
         if progress:
@@ -235,6 +245,19 @@ def evaluate(
                 publish()
                 raise
     return publish()
+
+
+def _protocol_records(source: str) -> dict[str, dict]:
+    """The protocol records of a ``--no-grade`` run whose ``predictions.jsonl`` is ``source`` (id → record)."""
+    found = {}
+    for path in sorted((Path(source).expanduser().parent / "results").glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("protocol"), dict) and "instance_id" in record:
+            found[record["instance_id"]] = record["protocol"]
+    return found
 
 
 def _patch(instance: Instance, preds: dict[str, Prediction] | None) -> str | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swe_srl.errors import ConfigError
-from swe_srl.eval.protocols.oneshot import check_protocol
+from swe_srl.eval.protocols.oneshot import REPAIR_INPUT_TOKENS, check_protocol
 from swe_srl.trajectories.oracle import oracle_setting
 
 
@@ -38,8 +38,15 @@ class EvalSettings:
     """``agent`` (episodes in SWEEnv) | ``oracle-edit`` | ``agentless`` (one generation: eval/protocols)."""
     candidates: int = 1
     """One-generation protocols: candidates per instance, reranked by majority."""
-    exactly_once: bool = False
-    """One-generation protocols: skip an edit whose SEARCH matches more than one place."""
+    edit_rules: str = "agentless"
+    """One-generation protocols: ``agentless`` (Agentless-mini's post-processing) | ``strict`` (whole lines,
+    exactly one match, new files may be created)."""
+    no_grade: bool = False
+    """One-generation protocols: write the predictions and the protocol records, grade nothing (no Docker)."""
+    prompt_templates: tuple[tuple[str, str], ...] = ()
+    """One-generation protocols: (kind, template text) pairs replacing our prompt wording (``--prompt-template``)."""
+    repair_input_tokens: int = REPAIR_INPUT_TOKENS
+    """One-generation protocols: the input budget of the files shown in a repair prompt."""
     view_for: Callable[[Any], Any] | None = None
     """``hf:`` policies: their view from their tokenizer (``HFPolicy``'s ``view_for``; the CLI passes the tiny
     model's, which is plain for every other model). A module-level function, so that the settings stay picklable."""

@@ -35,12 +35,12 @@ def _gold_server(instances):
     prompt, whose base files: bundled tasks may share a problem statement)."""
     from swe_srl.eval.protocols.gold import gold_answer
     from swe_srl.eval.protocols.prompts import is_localization
-    from swe_srl.eval.protocols.sources import BaseTree
+    from swe_srl.eval.protocols.sources import BaseTree, oracle_files
 
     trees = {i.instance_id: BaseTree(i) for i in instances}
 
     def shown(instance, prompt: str) -> bool:
-        files = trees[instance.instance_id].contents(instance.oracle_files)
+        files = trees[instance.instance_id].contents(oracle_files(instance))
         return all(text.rstrip("\n") in prompt for text in files.values())
 
     def answer(request: dict) -> str:
@@ -68,14 +68,21 @@ def test_gold_as_search_replace_resolves_what_gold_resolves_on_bundled_test(
         out = tmp_path / protocol
         with _gold_server(instances) as server:
             args = ["--policy", "openai", "--base-url", server.url, "--model", "gold-sr", "--protocol", protocol,
-                    "--dataset", "bundled:test", "--workers", "2", "--exactly-once"]  # fmt: skip
+                    "--dataset", "bundled:test", "--workers", "2"]  # fmt: skip
+            if protocol == "oracle-edit":  # generated without grading, then graded from its predictions
+                args.append("--no-grade")
             report = _eval(*args, out=out)
             assert len(server.requests) == len(instances) * (2 if protocol == "agentless" else 1)
-            assert all(r["max_tokens"] == 8192 and r["temperature"] == 0.0 for r in server.requests)
+            assert all(r["max_tokens"] == 4096 and r["temperature"] == 0.0 for r in server.requests)
             again = _eval(*args, out=out)  # resume: nothing is asked again
             assert again["resumed"] == len(instances) and len(server.requests) == len(instances) * (
                 2 if protocol == "agentless" else 1
             )
+        if protocol == "oracle-edit":
+            assert report["statuses"] == {"generated": len(instances)} and report["resolved"] == 0
+            report = _eval("--policy", f"predictions:{out / 'predictions.jsonl'}", "--protocol", protocol,
+                           "--dataset", "bundled:test", "--workers", "2", out=tmp_path / "graded")  # fmt: skip
+            out = tmp_path / "graded"
         assert report["resolved_ids"] == direct["resolved_ids"], protocol
         assert report["errors"] == [] and report["protocol"] == protocol
         assert report["oracle"] == ("whole" if protocol == "oracle-edit" else "none")
@@ -98,9 +105,25 @@ def _edit(path: str, search: str, replace: str) -> str:
 BAD_ANSWERS = {  # kind: (protocol, the served answer, the reason's start, more options)
     "malformed": ("oracle-edit", "```python\n### calc.py\n<<<<<<< SEARCH\nreturn a\n```", "unreadable", []),
     "no-match": ("oracle-edit", _edit("calc.py", "not there\n", "x = 1\n"), "no edit applied", []),
-    "twice": ("oracle-edit", _edit("calc.py", "\n\n", "\n\n\n"), "no edit applied", ["--exactly-once"]),
-    "test-file": ("oracle-edit", _edit("test_neg.py", "", "x = 1\n"), "no edit applied", []),
-    "outside": ("oracle-edit", _edit("../calc.py", "", "x = 1\n"), "no edit applied", []),
+    "twice": (
+        "oracle-edit",
+        _edit("calc.py", "\n\n", "\n\n\n"),
+        "no edit applied",
+        ["--edit-rules", "strict"],
+    ),
+    "test-file": (
+        "oracle-edit",
+        _edit("test_neg.py", "", "x = 1\n"),
+        "no edit applied",
+        ["--edit-rules", "strict"],
+    ),
+    "outside": (
+        "oracle-edit",
+        _edit("../calc.py", "", "x = 1\n"),
+        "no edit applied",
+        ["--edit-rules", "strict"],
+    ),
+    "not-shown": ("oracle-edit", _edit("test_neg.py", "x\n", "x = 1\n"), "no edit of a file shown", []),
     "missing-files": ("agentless", "```\nsrc/calc.py\nnowhere.py\n```", "the localization named no", []),
 }
 
@@ -117,7 +140,7 @@ def test_bad_answers_end_unresolved_with_their_reason(kind: str, tiny: Path, tmp
     record = _results(tmp_path)[instance.instance_id]
     assert record["status"] == "unresolved" and report["errors"] == [] and record["model_patch"] == ""
     assert record["exit_reason"] == "no_patch" and record["protocol"]["reason"].startswith(reason)
-    if kind in ("twice", "test-file", "outside", "missing-files"):
+    if kind in ("twice", "test-file", "outside", "not-shown", "missing-files"):
         assert record["protocol"]["notes"], record["protocol"]
 
 

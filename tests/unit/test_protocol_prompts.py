@@ -26,7 +26,7 @@ def test_repair_prompt_shows_the_format_localization_prompt_does_not() -> None:
         assert marker in repair and marker not in locate
     assert "SEARCH" not in locate and "REPLACE" not in locate
     assert "### pkg/core.py\n```\ndef f():\n    pass\n```" in repair
-    assert "\n".join(LISTING) in locate
+    assert "pkg\n    __init__.py\n    core.py\n    util.py" in locate  # Agentless's indented tree
     assert is_localization([{"role": "user", "content": locate}])
     assert not is_localization([{"role": "user", "content": repair}])
 
@@ -42,15 +42,15 @@ def test_the_problem_statement_appears_as_the_dataset_gives_it(kind: str) -> Non
     [
         ("```\npkg/core.py\npkg/util.py\n```", ["pkg/core.py", "pkg/util.py"], []),
         (
-            "<think>\nthe parser\n</think>\n```\n./pkg/core.py\n- pkg/missing.py\n```",
+            "<think>\npkg/util.py\n</think>\n<solution>\n```\npkg/core.py\n- pkg/util.py\n./pkg/util.py\n```",
             ["pkg/core.py"],
-            ["pkg/missing.py"],
+            ["- pkg/util.py", "./pkg/util.py"],
         ),
-        ("```\nsrc/nowhere.py\npkg/core.PY\n```", [], ["src/nowhere.py", "pkg/core.PY"]),
+        ("```\nsrc/nowhere.py\npkg/core.PY\n  pkg/core.py\n```", [], ["src/nowhere.py", "pkg/core.PY"]),
         ("pkg/util.py\npkg/util.py", ["pkg/util.py"], []),
-        ("<think>\nnever closed", [], []),
+        ("<think>\nnever closed, the whole output is read\npkg/core.py", ["pkg/core.py"], []),
     ],
-    ids=["fenced", "think-bullets-missing", "only-missing", "no-fence-duplicates", "unclosed-think"],
+    ids=["fenced", "solution-only-exact-lines", "only-missing", "no-fence-duplicates", "unclosed-think"],
 )
 def test_localization_keeps_listed_paths_and_notes_the_rest(
     answer: str, files: list[str], dropped: list[str]
@@ -97,20 +97,26 @@ def test_protocol_summary_counts_tokens_truncations_and_reasons() -> None:
 
 
 @pytest.mark.parametrize(
-    "options",
+    ("options", "match"),
     [
-        {"policy": "replay:x.jsonl"},
-        {"policy": "predictions:p.jsonl"},
-        {"policy": "gold", "direct": True},
-        {"policy": "gold", "oracle_window": 5},
-        {"policy": "gold", "protocol": "agentless", "oracle_files": True},
-        {"policy": "gold", "candidates": 0},
-        {"policy": "gold", "protocol": "oneshot"},
+        ({"policy": "replay:x.jsonl"}, "protocol"),
+        ({"policy": "predictions:p.jsonl", "no_grade": True}, "nothing to do"),
+        ({"policy": "gold", "direct": True}, "protocol"),
+        ({"policy": "gold", "oracle_window": 5}, "protocol"),
+        ({"policy": "gold", "protocol": "agentless", "oracle_files": True}, "protocol"),
+        ({"policy": "gold", "candidates": 0}, "protocol"),
+        ({"policy": "gold", "protocol": "oneshot"}, "protocol"),
+        (
+            {"policy": "gold", "edit_rules": "loose"},
+            "--edit-rules 'loose': expected one of agentless, strict",
+        ),
+        ({"policy": "gold", "protocol": "agent", "no_grade": True}, "--no-grade is for --protocol"),
+        ({"policy": "gold", "protocol": "agent", "prompt_templates": (("repair", "x"),)}, "not agent"),
     ],
 )
-def test_bad_protocol_settings_fail_before_any_work(options: dict) -> None:
+def test_bad_protocol_settings_fail_before_any_work(options: dict, match: str) -> None:
     options = {"protocol": "oracle-edit"} | options
-    with pytest.raises(ConfigError, match="protocol"):
+    with pytest.raises(ConfigError, match=match):
         EvalSettings(**options)
 
 
@@ -199,5 +205,5 @@ def test_agentless_localizes_then_repairs_the_listed_files(tmp_path) -> None:
     assert empty["patch"] == "" and empty["protocol"]["reason"].startswith(
         "the localization named no Python file"
     )
-    assert "tests/test_core.py" not in prompts[0] and "pkg/core.py" in prompts[0]
+    assert "test_core" not in prompts[0] and "pkg\n    core.py" in prompts[0]
     assert any("nowhere.py" in note for note in empty["protocol"]["notes"])

@@ -10,7 +10,7 @@ from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
 from swe_srl.core.diff_edits import diff_to_edits
 from swe_srl.core.search_replace import format_edits
 from swe_srl.eval.protocols.prompts import Messages, is_localization
-from swe_srl.eval.protocols.sources import BaseTree
+from swe_srl.eval.protocols.sources import BaseTree, oracle_files
 
 if TYPE_CHECKING:
     from swe_srl.benchmark.instances import Instance
@@ -28,8 +28,15 @@ def gold_repair(instance: Instance, tree: BaseTree) -> str:
 
 
 def gold_answer(messages: Messages, instance: Instance, tree: BaseTree) -> str:
-    """The gold answer to a localization or a repair prompt of ``instance``."""
-    return gold_localization(instance) if is_localization(messages) else gold_repair(instance, tree)
+    """The gold answer to a localization or a repair prompt of ``instance`` (a prompt of a ``--prompt-template``
+    is a repair prompt when it shows a file the gold patch edits)."""
+    prompt = messages[-1]["content"] if messages else ""
+    shown = any(
+        text.strip() and text.strip() in prompt for text in tree.contents(oracle_files(instance)).values()
+    )
+    return (
+        gold_localization(instance) if is_localization(messages) or not shown else gold_repair(instance, tree)
+    )
 
 
 class GoldEditPolicy:

@@ -13,8 +13,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from swe_srl.core.agentless_edits import post_process
 from swe_srl.core.search_replace import apply_edits, make_patch, parse_edits
-from swe_srl.errors import ConfigError
+from swe_srl.errors import ConfigError, ContextOverflow
 from swe_srl.eval.protocols.prompts import (
     Messages,
     localization_messages,
@@ -22,14 +23,18 @@ from swe_srl.eval.protocols.prompts import (
     repair_messages,
 )
 from swe_srl.eval.protocols.rerank import majority, normalized
-from swe_srl.eval.protocols.sources import BaseTree
+from swe_srl.eval.protocols.sources import BaseTree, oracle_files
 
 if TYPE_CHECKING:
     from swe_srl.benchmark.instances import Instance
 
 PROTOCOLS = ("agent", "oracle-edit", "agentless")
-ONE_SHOT_MAX_NEW_TOKENS = 8192
-"""The default generation budget of ``oracle-edit`` / ``agentless`` (thinking plus edits of whole files)."""
+EDIT_RULES = ("agentless", "strict")
+ONE_SHOT_MAX_NEW_TOKENS = 4096
+"""The default generation budget of ``oracle-edit`` / ``agentless`` (SWE-RL's ``InferenceArgs.max_tokens``)."""
+REPAIR_INPUT_TOKENS = 60_000
+"""Files that would take the repair prompt's file contents past this are left out, keeping at least one (SWE-RL's
+``repair.py: Args.max_input_tokens``, ``construct_topn_file_context``)."""
 
 
 def check_protocol(settings: Any) -> None:
@@ -37,12 +42,22 @@ def check_protocol(settings: Any) -> None:
     protocol = settings.protocol
     if protocol not in PROTOCOLS:
         raise ConfigError(f"--protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    if settings.edit_rules not in EDIT_RULES:
+        raise ConfigError(f"--edit-rules {settings.edit_rules!r}: expected one of {', '.join(EDIT_RULES)}")
     if protocol == "agent":
+        if settings.no_grade:
+            raise ConfigError(
+                "--no-grade is for --protocol oracle-edit|agentless: agent episodes need a sandbox"
+            )
+        if settings.prompt_templates:
+            raise ConfigError("--prompt-template is for --protocol oracle-edit|agentless, not agent")
         return
     kind = settings.policy.partition(":")[0]
-    if settings.direct or kind not in ("gold", "empty", "hf", "openai"):
+    if settings.direct or kind not in ("gold", "empty", "hf", "openai", "predictions"):
         raise ConfigError(f"--protocol {protocol} generates patches: --policy gold|empty|hf:PATH|openai "
-                          f"without --direct-patch, not {settings.policy!r}")  # fmt: skip
+                          f"without --direct-patch (or predictions:FILE to grade), not {settings.policy!r}")  # fmt: skip
+    if kind == "predictions" and settings.no_grade:
+        raise ConfigError("--no-grade with --policy predictions:FILE has nothing to do (it only grades)")
     if settings.oracle_window is not None or (settings.oracle_files and protocol == "agentless"):
         raise ConfigError(f"--protocol {protocol} sets its own oracle (oracle-edit: the gold patch's whole "
                           "files; agentless: none): drop --oracle-files/--oracle-window")  # fmt: skip
@@ -60,6 +75,7 @@ class Generation:
     truncated: bool = False
     overflow: bool = False
     """The prompt alone fills the model's context: nothing was generated."""
+    context_tokens: int | None = None
 
 
 @dataclass
@@ -108,41 +124,75 @@ def run_protocol(instance: Instance, settings: Any, policy: Any) -> dict[str, An
 
 def _candidate(instance: Instance, settings: Any, policy: Any, tree: BaseTree) -> Candidate:
     cand = Candidate()
-    problem = instance.problem_statement
+    problem, templates = instance.problem_statement, dict(settings.prompt_templates)
     if settings.protocol == "agentless":
         listing = tree.listing()
-        located = _generate(policy, localization_messages(problem, listing))
+        messages = localization_messages(problem, listing, template=templates.get("localization"))
+        located = _generate(policy, messages)
         cand.generations.append(located)
         if located.overflow:
-            return _empty(cand, "the localization prompt fills the model's context", located)
+            return _empty(cand, "the localization prompt is over the model's context", located)
         cand.files, cand.notes = parse_localization(located.output, listing)
         if not cand.files:
             cand.unreadable = True
             return _empty(cand, "the localization named no Python file of the listing", located)
     else:
-        cand.files = instance.oracle_files
-    contents = tree.contents(cand.files)
-    repaired = _generate(policy, repair_messages(problem, contents))
+        cand.files = oracle_files(instance) if settings.edit_rules == "agentless" else instance.oracle_files
+    contents, left_out = within_budget(tree.contents(cand.files), policy, settings.repair_input_tokens)
+    cand.notes += [f"left {path} out of the repair prompt: over its input budget" for path in left_out]
+    repaired = _generate(policy, repair_messages(problem, contents, template=templates.get("repair")))
     cand.generations.append(repaired)
     if repaired.overflow:
-        return _empty(cand, "the repair prompt fills the model's context", repaired)
-    parsed = parse_edits(repaired.output)
-    cand.notes += parsed.notes
-    if parsed.problem:
-        cand.unreadable = True
-        return _empty(cand, f"unreadable answer: {parsed.problem}", repaired)
-    applied = apply_edits(parsed.edits, contents, is_test=tree.is_test, creatable=tree.creatable,
-                          exactly_once=settings.exactly_once)  # fmt: skip
+        return _empty(cand, "the repair prompt is over the model's context", repaired)
+    try:
+        return _patched(cand, repaired, contents, settings, tree)
+    except Exception as exc:  # one candidate's output never ends the instance in error
+        cand.patch, cand.key = "", ""
+        return _empty(cand, f"building the patch failed: {type(exc).__name__}: {str(exc)[:200]}", repaired)
+
+
+def _patched(cand: Candidate, repaired: Generation, contents: dict[str, str], settings: Any, tree: BaseTree):
+    """``cand`` with the patch of its repair answer under ``settings.edit_rules``, or its reason for none."""
+    if settings.edit_rules == "agentless":
+        applied = post_process(repaired.output, contents)
+        cand.unreadable = applied.problem is not None and applied.problem.startswith("no ```python")
+    else:
+        parsed = parse_edits(repaired.output)
+        cand.notes += parsed.notes
+        if parsed.problem:
+            cand.unreadable = True
+            return _empty(cand, f"unreadable answer: {parsed.problem}", repaired)
+        applied = apply_edits(parsed.edits, contents, is_test=tree.is_test, creatable=tree.creatable,
+                              exactly_once=True)  # fmt: skip
     cand.notes += applied.notes
     if applied.problem or not applied.new:
-        return _empty(cand, applied.problem or "no edit applied", repaired)
+        prefix = "unreadable answer: " if cand.unreadable else ""
+        return _empty(cand, prefix + (applied.problem or "no edit applied"), repaired)
     cand.patch, cand.key = make_patch(applied.new, contents), normalized(applied.new)
     return cand
 
 
+def within_budget(contents: dict[str, str], policy: Any, budget: int) -> tuple[dict[str, str], list[str]]:
+    """The files whose ``### path`` + text fit ``budget`` tokens together, in order, at least the first."""
+    count = getattr(policy, "count_tokens", None) or (lambda text: (len(text.encode()) + 3) // 4)
+    kept, left_out, used = {}, [], 0
+    for path, text in contents.items():
+        tokens = count(f"### {path}\n{text}")
+        if used + tokens > budget:
+            left_out.append(path)
+        else:
+            kept[path], used = text, used + tokens
+    if not kept and contents:
+        first = next(iter(contents))
+        kept, left_out = {first: contents[first]}, left_out[1:]
+    return kept, left_out
+
+
 def _empty(cand: Candidate, reason: str, last: Generation) -> Candidate:
     if last.overflow:
-        reason += f" ({last.prompt_tokens} tokens)"
+        counts = [f"{last.prompt_tokens} prompt tokens" if last.prompt_tokens is not None else "",
+                  f"context {last.context_tokens}" if last.context_tokens is not None else ""]  # fmt: skip
+        reason += f" ({', '.join(c for c in counts if c) or 'token counts not reported'})"
     elif last.truncated:
         reason += " (the output was cut at the generation budget)"
     cand.reason = reason
@@ -150,7 +200,8 @@ def _empty(cand: Candidate, reason: str, last: Generation) -> Candidate:
 
 
 def _generate(policy: Any, messages: Messages) -> Generation:
-    """One call of ``policy`` with token counts: the server's usage report, else the policy's tokenizer."""
+    """One call of ``policy`` with token counts: the server's usage report, else the policy's tokenizer. A
+    prompt over the context (counted here, or reported by the server) gives an overflowed generation."""
     tokenizer = getattr(policy, "tokenizer", None)
     prompt_tokens = None
     if tokenizer is not None:
@@ -158,8 +209,12 @@ def _generate(policy: Any, messages: Messages) -> Generation:
         prompt_tokens = policy.count_tokens(text)
         context = getattr(policy, "context_tokens", None)
         if context and prompt_tokens >= context:
-            return Generation("", prompt_tokens, 0, overflow=True)
-    output = policy.generate(messages)
+            return Generation("", prompt_tokens, 0, overflow=True, context_tokens=context)
+    try:
+        output = policy.generate(messages)
+    except ContextOverflow as exc:
+        return Generation("", exc.prompt_tokens or prompt_tokens, 0, overflow=True,
+                          context_tokens=exc.context_tokens)  # fmt: skip
     usage = getattr(policy, "last_usage", None) or {}
     if usage:
         finished = getattr(policy, "last_finish_reason", None)

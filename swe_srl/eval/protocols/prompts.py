@@ -1,19 +1,28 @@
 """Prompts of the one-generation protocols: repair (SEARCH/REPLACE edits of whole shown files) and file-level
-localization (paths from the repository's listing). Both hold the problem statement exactly as the dataset gives it;
-only the repair prompt describes the edit format."""
+localization (paths from the repository's Python files, shown as an indented tree as Agentless shows them). Both
+hold the problem statement exactly as the dataset gives it; only the repair prompt describes the edit format. The
+wording is ours; ``--prompt-template KIND=FILE`` puts a user's text in its place (:func:`load_template`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
-from swe_srl.core.search_replace import DIVIDER, REPLACE, SEARCH, answer_text
+from swe_srl.core.agentless_edits import solution_part
+from swe_srl.core.search_replace import DIVIDER, REPLACE, SEARCH
+from swe_srl.errors import ConfigError
 
 Messages = list[dict[str, str]]
 
 LOCALIZATION_FILES = 5
 """How many paths a localization answer may name (the greedy setting of Agentless-mini)."""
-_FENCED = re.compile(r"^```[^\n]*\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
+FIELDS = {
+    "repair": ("problem_statement", "content", "files"),
+    "localization": ("problem_statement", "structure", "listing", "n"),
+}
+"""The named fields a ``--prompt-template`` of each kind may use (``{name}``; literal braces doubled)."""
+_FIELD = re.compile(r"(?<!\{)\{([^{}!:]*)[^{}]*\}(?!\})")
 LOCALIZATION_TASK = "Which files of this repository must change to resolve the issue?"
 
 REPAIR = """Resolve the issue below by editing the repository's files.
@@ -55,7 +64,7 @@ The issue, as it was reported:
 </issue>
 
 The Python files of the repository:
-{listing}
+{structure}
 
 Answer with at most {n} file paths from this list, the most important first, one path per line, inside one
 fenced block:
@@ -66,16 +75,51 @@ package/other_module.py
 ```"""
 
 
-def repair_messages(problem: str, files: Mapping[str, str]) -> Messages:
+def file_block(path: str, text: str) -> str:
+    """One file as the repair prompt shows it (the template field ``files`` joins them)."""
+    return FILE.format(path=path, content=text.rstrip("\n"))
+
+
+def repair_messages(problem: str, files: Mapping[str, str], template: str | None = None) -> Messages:
     """The repair prompt: the issue and the whole content of ``files`` (path → text)."""
-    shown = "\n\n".join(FILE.format(path=path, content=text.rstrip("\n")) for path, text in files.items())
+    shown = "\n\n".join(file_block(path, text) for path, text in files.items())
+    if template is not None:
+        content = "\n\n".join(f"### {path}\n{text}" for path, text in files.items())
+        fields = {"problem_statement": problem, "content": content, "files": shown}
+        return [{"role": "user", "content": template.format(**fields).strip()}]
     content = REPAIR.format(problem=problem, files=shown, search=SEARCH, divider=DIVIDER, replace=REPLACE)
     return [{"role": "user", "content": content}]
 
 
-def localization_messages(problem: str, listing: list[str], n: int = LOCALIZATION_FILES) -> Messages:
-    """The localization prompt: the issue and the repository's Python files, one path per line."""
-    content = LOCALIZATION.format(task=LOCALIZATION_TASK, problem=problem, listing="\n".join(listing), n=n)
+def tree(listing: list[str], indent: int = 4) -> str:
+    """``listing`` as an indented tree, a folder's name above its entries (Agentless's
+    ``show_project_structure``: a name with a dot that is not a ``.py`` name is left out, with its entries)."""
+    root: dict = {}
+    for path in listing:
+        node = root
+        for part in path.split("/"):
+            node = node.setdefault(part, {})
+    lines: list[str] = []
+
+    def walk(node: dict, depth: int) -> None:
+        for name in sorted(node):
+            if "." in name and ".py" not in name:
+                continue
+            lines.append(" " * (depth * indent) + name)
+            walk(node[name], depth + 1)
+
+    walk(root, 0)
+    return "\n".join(lines)
+
+
+def localization_messages(
+    problem: str, listing: list[str], n: int = LOCALIZATION_FILES, template: str | None = None
+) -> Messages:
+    """The localization prompt: the issue and the repository's Python files as an indented tree."""
+    fields = {"problem_statement": problem, "structure": tree(listing), "listing": "\n".join(listing), "n": n}
+    if template is not None:
+        return [{"role": "user", "content": template.format(**fields).strip()}]
+    content = LOCALIZATION.format(task=LOCALIZATION_TASK, problem=problem, structure=fields["structure"], n=n)
     return [{"role": "user", "content": content}]
 
 
@@ -85,24 +129,42 @@ def is_localization(messages: Messages) -> bool:
 
 
 def parse_localization(output: str, listing: list[str]) -> tuple[list[str], list[str]]:
-    """(the paths of a localization answer that are in ``listing``, in its order; notes on the paths dropped).
+    """(the paths of a localization answer that are in ``listing``, in its order; notes on the lines dropped).
 
-    The lines of the answer's first fenced block are read (the whole answer when it has none), after any
-    ``<think>`` block; a leading ``./`` or list bullet is ignored. Every listed path is kept, also beyond the
-    number the prompt asks for (as Agentless-mini keeps them).
+    As Agentless-mini reads it (``localize.py: localize_files``, ``utils/data.py: correct_file_paths``): the
+    ``<solution>`` part (the whole answer without one), line by line; a line is kept when it is exactly a listed
+    path. Every listed path is kept, also beyond the number asked for; a repeated one once.
     """
-    text, problem = answer_text(output)
-    if problem:
-        return [], [problem]
-    fence = _FENCED.search(text)
-    lines = (fence.group(1) if fence else text).split("\n")
     known, files, notes = set(listing), [], []
-    for line in lines:
-        path = line.strip().lstrip("-*").strip().removeprefix("./")
-        if not path or path in files:
-            continue
-        if path in known:
-            files.append(path)
-        else:
-            notes.append(f"dropped {path!r}: not a Python file of the listing")
+    for line in solution_part(output).split("\n"):
+        if line in known:
+            if line not in files:
+                files.append(line)
+        elif line.strip() and not line.startswith("```"):
+            notes.append(f"dropped {line.strip()!r}: not exactly a Python file of the listing")
     return files, notes
+
+
+def load_template(spec: str) -> tuple[str, str]:
+    """``KIND=FILE`` of ``--prompt-template`` → (kind, template text); one clear error for a bad kind, an
+    unreadable file or a field the kind does not have."""
+    kind, sep, path = spec.partition("=")
+    if not sep or kind not in FIELDS:
+        raise ConfigError(
+            f"--prompt-template {spec!r}: expected KIND=FILE with KIND one of {', '.join(FIELDS)}"
+        )
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--prompt-template {spec!r}: cannot read {path!r}: {exc}") from None
+    unknown = sorted({name for name in _FIELD.findall(text) if name not in FIELDS[kind]})
+    if unknown:
+        raise ConfigError(f"--prompt-template {path}: unknown field(s) {', '.join(unknown)} for {kind}; "
+                          f"the fields are {', '.join(FIELDS[kind])} (double literal braces: {{{{ }}}})")  # fmt: skip
+    try:
+        text.format(**dict.fromkeys(FIELDS[kind], ""))
+    except (ValueError, IndexError, KeyError) as exc:
+        raise ConfigError(
+            f"--prompt-template {path}: not a format string ({exc}); double literal braces"
+        ) from None
+    return kind, text

@@ -17,7 +17,7 @@ def normalized(new: Mapping[str, str]) -> str:
 def _normal(text: str) -> str:
     try:
         return ast.unparse(ast.parse(text))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a 450-term sum recurses past the limit
         return "\n".join(line.rstrip() for line in text.split("\n") if line.strip())
 
 

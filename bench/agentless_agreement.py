@@ -1,0 +1,258 @@
+"""Do our one-generation protocols read a model's answer as SWE-RL's Agentless-mini does? On real files of SWE-bench
+Verified instances, the gold patch is written as SEARCH/REPLACE answers bent the ways 7B models bend them (a first
+line without its indentation, a bare or ```py fence, ``#### path``, a divider with a trailing space, an unclosed
+``<think>``, edits drafted inside ``<think>``, ...). Each answer goes through SWE-RL's own post-processing functions
+(``repair.py``: ``_post_process_multifile_repair`` on the ``<solution>`` part for the files, then
+``post_process_raw_output`` on the whole output), loaded from a local checkout (``--swerl-dir``, never part of this
+repository), and through ours: ``--edit-rules agentless`` (the default) and ``--edit-rules strict`` (the old
+behaviour), in the same run. An answer agrees when the edited files are the same, blank lines aside (both empty
+counts as agreeing).
+
+Usage (SWE-RL's modules import openai, tenacity and tiktoken: ``pip install --target DEPS openai tenacity tiktoken``)::
+
+    git clone https://github.com/facebookresearch/swe-rl /tmp/swerl    # outside this repository
+    python bench/agentless_agreement.py --swerl-dir /tmp/swerl --swerl-deps DEPS --repos-dir /work/.mirror
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.core.agentless_edits import file_commands, post_process, python_blocks, split_command
+from swe_srl.core.diff_edits import diff_to_edits
+from swe_srl.core.search_replace import DIVIDER, REPLACE, SEARCH, Edit, apply_edits, parse_edits
+from swe_srl.errors import SweSrlError
+from swe_srl.eval.protocols.sources import BaseTree, oracle_files
+
+DATASET = "/work/shared/data/swebench-verified.jsonl"
+THINK = "<think>\nThe issue points at this code; I will change it.\n</think>\n"
+
+
+def block(edit: Edit, *, fence: str = "python", header: str = "### {path}", divider: str = DIVIDER,
+          unindent: bool = False, named: bool = True) -> str:  # fmt: skip
+    search, replace = list(edit.search), list(edit.replace)
+    if unindent and search and replace:
+        search[0], replace[0] = search[0].lstrip(), replace[0].lstrip()
+    head = header.format(path=edit.path) + "\n" if named else ""
+    body = "".join(line + "\n" for line in search) + divider + "\n" + "".join(line + "\n" for line in replace)
+    return f"```{fence}\n{head}{SEARCH}\n{body}{REPLACE}\n```"
+
+
+def solution(edits: list[Edit], **options) -> str:
+    return "<solution>\n" + "\n\n".join(block(e, **options) for e in edits) + "\n</solution>"
+
+
+def one_fence(edits: list[Edit]) -> str:
+    """All edits of a file in one fence, the path on its first edit only."""
+    fences = []
+    for path in dict.fromkeys(e.path for e in edits):
+        bodies = [block(e, named=k == 0)[len("```python\n") : -len("\n```")]
+                  for k, e in enumerate(x for x in edits if x.path == path)]  # fmt: skip
+        fences.append("```python\n" + "\n".join(bodies) + "\n```")
+    return "<solution>\n" + "\n".join(fences) + "\n</solution>"
+
+
+def short_search(edit: Edit) -> Edit:
+    """SEARCH cut to the changed lines (one line of context for a pure insertion): it may match twice."""
+    s, r = list(edit.search), list(edit.replace)
+    while len(s) > 1 and len(r) > 1 and s[0] == r[0]:
+        s, r = s[1:], r[1:]
+    while len(s) > 1 and len(r) > 1 and s[-1] == r[-1]:
+        s, r = s[:-1], r[:-1]
+    return Edit(edit.path, tuple(s), tuple(r)) if "".join(s).strip() else edit
+
+
+def drafted(edits: list[Edit]) -> str:
+    """A first draft of the first edit inside the thinking (a comment added), then the final answer."""
+    first = edits[0]
+    draft = Edit(first.path, first.search, (*first.replace, "# draft: check this"))
+    return f"<think>\nA first try:\n{block(draft)}\nBetter without the comment.\n</think>\n{solution(edits)}"
+
+
+VARIANTS: dict[str, Callable[[list[Edit]], str]] = {
+    "as asked": lambda e: THINK + solution(e),
+    "first line unindented": lambda e: THINK + solution(e, unindent=True),
+    "bare ``` fence": lambda e: THINK + solution(e, fence=""),
+    "```py fence": lambda e: THINK + solution(e, fence="py"),
+    "#### path": lambda e: THINK + solution(e, header="#### {path}"),
+    "###path (no space)": lambda e: THINK + solution(e, header="###{path}"),
+    "# path: prose": lambda e: THINK + solution(e, header="# File: {path}"),
+    "./path": lambda e: THINK + solution(e, header="### ./{path}"),
+    "divider with trailing space": lambda e: THINK + solution(e, divider=DIVIDER + " "),
+    "unclosed <think>, no <solution>": lambda e: "<think>\nLet me write the fix.\n\n" + solution(e)[11:-12],
+    "no <solution> tags": lambda e: THINK + solution(e)[11:-12],
+    "edits drafted in <think>": drafted,
+    "identical draft in <think>": lambda e: f"<think>\n{solution(e)[11:-12]}\n</think>\n{solution(e)}",
+    "one fence, path once": one_fence,
+    "short SEARCH": lambda e: THINK + solution([short_search(x) for x in e]),
+    "unclosed last fence": lambda e: THINK + solution(e)[: -len("\n```\n</solution>")] + "\n</solution>",
+    "blank line ending REPLACE": lambda e: (
+        THINK + solution([Edit(x.path, x.search, (*x.replace, "")) for x in e])
+    ),
+    "prose before the path": lambda e: THINK + solution(e, header="Edit this file:\n### {path}"),
+    "SEARCH marker with a note": lambda e: THINK + solution(e).replace(SEARCH, SEARCH + " (old code)"),
+    "CRLF line breaks": lambda e: (THINK + solution(e)).replace("\n", "\r\n"),
+    "text after REPLACE": lambda e: (
+        THINK + solution(e).replace(REPLACE + "\n", REPLACE + "\nThat fixes it.\n")
+    ),
+}
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Silence SWE-RL's prints and its git subprocesses (file descriptors 1 and 2)."""
+    saved = [os.dup(1), os.dup(2)]
+    with open(os.devnull, "w") as null:
+        sys.stdout.flush()
+        os.dup2(null.fileno(), 1), os.dup2(null.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(null):
+                yield
+        finally:
+            os.dup2(saved[0], 1), os.dup2(saved[1], 2)
+            os.close(saved[0]), os.close(saved[1])
+
+
+def load_swerl(swerl_dir: Path, deps: Path | None, playground: str):
+    """SWE-RL's ``repair`` and ``utils.api`` modules from a checkout (its environment variables set as its
+    thinking-model runs set them)."""
+    os.environ.update(THINKING="yes", PROJECT_FILE_LOC=playground, TOKENIZER_MODEL="unused",
+                      PLAYGROUND_DIR=playground, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b",
+                      GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@b")  # fmt: skip
+    sys.path.insert(0, str(swerl_dir / "src"))
+    if deps:
+        sys.path.append(str(deps))
+    try:
+        return importlib.import_module("swerl.agentless_mini.repair"), importlib.import_module(
+            "swerl.agentless_mini.utils.api"
+        )
+    except ImportError as exc:
+        sys.exit(
+            f"cannot import SWE-RL from {swerl_dir}: {exc} (pip install --target DEPS openai tenacity tiktoken)"
+        )
+
+
+def swerl_files(answer: str, contents: dict[str, str], repair, api, fast: bool = False) -> dict[str, str]:
+    """The files SWE-RL's post-processing edits (empty when it writes no patch, or runs out of memory: an empty
+    SEARCH puts the REPLACE between every two characters)."""
+    pairs = [split_command(c) for cs in file_commands(python_blocks(answer)).values() for c in cs]
+    if any(pair and not pair[0] for pair in pairs):
+        return {}  # SWE-RL would fill memory (or write a file that does not parse): no patch
+    with quiet(), contextlib.suppress(MemoryError):
+        files, _ = repair._post_process_multifile_repair(api.parse_thinking_output(answer), contents)
+        if not files:
+            return {}
+        shown = {f: contents[f] for f in files}
+        if fast:  # post_process_raw_output's decision from the same functions, without its git playground
+            edited, new = repair._post_process_multifile_repair(answer, shown)
+            old = [shown[f] for f in edited]
+            data = repair.utils.data
+            keep = data.check_syntax(new) and not data.check_code_differ_by_just_empty_lines(new, old)
+            return {f: n for f, o, n in zip(edited, old, new, strict=True) if n != o} if keep else {}
+        diff, _, old, edited, new = repair.post_process_raw_output(answer, shown)
+        return {f: n for f, o, n in zip(edited, old, new, strict=True) if n != o} if diff.strip() else {}
+    return {}
+
+
+def ours(answer: str, contents: dict[str, str], tree: BaseTree, rules: str) -> dict[str, str]:
+    if rules == "agentless":
+        applied = post_process(answer, contents)
+    else:
+        parsed = parse_edits(answer)
+        if parsed.problem:
+            return {}
+        applied = apply_edits(parsed.edits, contents, is_test=tree.is_test, creatable=tree.creatable,
+                              exactly_once=True)  # fmt: skip
+    return {} if applied.problem else applied.new
+
+
+def squeeze(files: dict[str, str]) -> dict[str, str]:
+    return {p: "\n".join(line for line in t.splitlines() if line.strip()) for p, t in files.items()}
+
+
+def corpus(instances: list[Instance], repos_dir: Path) -> Iterator[tuple[Instance, BaseTree, dict, str, str]]:
+    for instance in instances:
+        try:
+            tree = BaseTree(instance, repos_dir)
+        except SweSrlError:
+            continue
+        contents = tree.contents(oracle_files(instance))
+        edits, _ = diff_to_edits(instance.patch, contents)
+        edits = [e for e in edits if e.path in contents]
+        if edits:
+            for name, make in VARIANTS.items():
+                yield instance, tree, contents, name, make(edits)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--swerl-dir", type=Path, required=True, help="a checkout of facebookresearch/swe-rl")
+    parser.add_argument(
+        "--swerl-deps", type=Path, help="a folder with openai, tenacity, tiktoken (pip --target)"
+    )
+    parser.add_argument("--dataset", default=DATASET)
+    parser.add_argument("--repos-dir", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--limit", type=int, default=0, help="instances at most (0: every one with a clone)")
+    parser.add_argument(
+        "--fast", action="store_true", help="post_process_raw_output's checks without its git diff"
+    )
+    args = parser.parse_args()
+    console, started = Console(), time.monotonic()
+    with tempfile.TemporaryDirectory() as playground:
+        repair, api = load_swerl(args.swerl_dir, args.swerl_deps, playground)
+        instances = load_instances(args.dataset)
+        seen: dict[str, Counter] = {}
+        answers = list(corpus(instances, args.repos_dir))
+        if args.limit:
+            keep = list(dict.fromkeys(a[0].instance_id for a in answers))[: args.limit]
+            answers = [a for a in answers if a[0].instance_id in keep]
+        misses: list[str] = []
+        for instance, tree, contents, name, answer in track(answers, description="answers", console=console):
+            theirs = squeeze(swerl_files(answer, contents, repair, api, args.fast))
+            row = seen.setdefault(name, Counter())
+            row["answers"] += 1
+            row["swe-rl patch"] += bool(theirs)
+            for rules in ("agentless", "strict"):
+                same = squeeze(ours(answer, contents, tree, rules)) == theirs
+                row[rules] += same
+                if not same and rules == "agentless":
+                    misses.append(f"{name}: {instance.instance_id}")
+    report(console, seen, misses, len({a[0].instance_id for a in answers}), time.monotonic() - started)
+
+
+def report(
+    console: Console, seen: dict[str, Counter], misses: list[str], instances: int, seconds: float
+) -> None:
+    table = Table(title=f"same edited files as SWE-RL's post-processing ({instances} Verified instances)")
+    for column in ("answer", "n", "SWE-RL patch", "ours (agentless)", "old (strict)"):
+        table.add_column(column, justify="left" if column == "answer" else "right")
+    total = Counter()
+    for name, row in seen.items():
+        total.update(row)
+        table.add_row(name, str(row["answers"]), f"{row['swe-rl patch'] / row['answers']:.0%}",
+                      f"{row['agentless'] / row['answers']:.1%}", f"{row['strict'] / row['answers']:.1%}")  # fmt: skip
+    n = total["answers"]
+    table.add_row("all", str(n), f"{total['swe-rl patch'] / n:.0%}", f"{total['agentless'] / n:.1%}",
+                  f"{total['strict'] / n:.1%}", style="bold")  # fmt: skip
+    console.print(table)
+    for miss in misses[:20]:
+        console.print(f"disagrees: {miss}", highlight=False)
+    console.print(f"{n} answers, {seconds:.0f} s", highlight=False)
+
+
+if __name__ == "__main__":
+    main()

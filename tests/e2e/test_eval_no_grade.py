@@ -24,7 +24,8 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 def test_no_grade_writes_predictions_and_records_without_a_docker_engine(tmp_path: Path) -> None:
     from swe_srl.benchmark.instances import load_instances
 
-    ids = [i.instance_id for i in load_instances("bundled:test")][:2]
+    instances = load_instances("bundled:test")[:2]
+    ids = [i.instance_id for i in instances]
     proc = _cli("eval", "--policy", "gold", "--protocol", "agentless", "--no-grade", "--instances", ",".join(ids),
                 "-o", str(tmp_path), env=NO_ENGINE)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -38,11 +39,14 @@ def test_no_grade_writes_predictions_and_records_without_a_docker_engine(tmp_pat
     assert all(
         p["model_patch"].startswith("diff --git") and p["model_name_or_path"] == "gold" for p in predictions
     )
-    for iid in ids:
+    for iid, instance in zip(ids, instances, strict=True):
         record = json.loads((tmp_path / "results" / f"{iid}.json").read_text())
         assert record["status"] == "generated" and record["error"] is None
         generations = record["protocol"]["candidates"][0]["generations"]
         assert len(generations) == 2 and all(g["output"] for g in generations)
+        # Each generation keeps its prompt as the policy got it: localization, then repair with the problem.
+        assert all(g["messages"][-1]["role"] == "user" for g in generations)
+        assert instance.problem_statement[:40] in generations[1]["messages"][-1]["content"]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["statuses"] == {"generated": 2} and report["settings"]["no_grade"] is True
 

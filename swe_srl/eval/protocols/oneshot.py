@@ -76,6 +76,8 @@ class Generation:
     overflow: bool = False
     """The prompt alone fills the model's context: nothing was generated."""
     context_tokens: int | None = None
+    messages: list[dict[str, str]] | None = None
+    """The prompt exactly as the policy was given it (chat messages), for the record and ``swe-srl view``."""
 
 
 @dataclass
@@ -201,7 +203,14 @@ def _empty(cand: Candidate, reason: str, last: Generation) -> Candidate:
 
 def _generate(policy: Any, messages: Messages) -> Generation:
     """One call of ``policy`` with token counts: the server's usage report, else the policy's tokenizer. A
-    prompt over the context (counted here, or reported by the server) gives an overflowed generation."""
+    prompt over the context (counted here, or reported by the server) gives an overflowed generation. The
+    generation keeps its prompt."""
+    generation = _call(policy, messages)
+    generation.messages = [dict(m) for m in messages]
+    return generation
+
+
+def _call(policy: Any, messages: Messages) -> Generation:
     tokenizer = getattr(policy, "tokenizer", None)
     prompt_tokens = None
     if tokenizer is not None:

@@ -34,7 +34,7 @@ def eval_cmd(
     workers: int = typer.Option(1, help="episodes in parallel (local pool or Ray tasks in flight)"),
     ray: str = typer.Option(None, help="run episodes on Ray: auto | ray://host:10001 | host:6379"),
     repos_dir: Path = typer.Option(None, help="folder of local clones (offline)"),
-    max_steps: int = typer.Option(50, help="policy calls per episode"),
+    max_steps: int = typer.Option(None, help="policy calls per episode (default 50; replay:T: T's longest trajectory, its submit included)"),
     base_url: str = typer.Option(None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: str = typer.Option(None, help="model name on the server (--policy openai)"),
     max_new_tokens: int = typer.Option(None, help=f"tokens per model output (default: 1024 for agent, {ONE_SHOT_MAX_NEW_TOKENS} for oracle-edit/agentless)"),

@@ -173,7 +173,7 @@ class SandboxEffect:
         key = (instance.instance_id, tree_hash(pre_diff), tree_hash(state.diffs[step]))
         data = self._load("expert-steps", *key)
         if data is None:
-            box = self._reset(instance, fresh, pre_diff, cwd)
+            box = self._reset(instance, fresh, pre_diff, cwd, state.scratch_before(step))
             pre = box.tree_of(pre_diff)
             post = box.tree_of(state.diffs[step])
             data = {"pre": pre, "post": post, "full": box.delta(pre, post).to_dict(), "base": box.tree_of("")}

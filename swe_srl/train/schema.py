@@ -52,7 +52,7 @@ class TrainConfig(StrictOptions):
         description="Folder of local clones or mirrors (offline; layouts: swe_srl.benchmark.repos.repo_source): "
         "every place that reads a task's repository takes it from here instead of the repos cache or GitHub — the "
         "samples' oracle files, the images of the effect layer and of the syntax layer's expert states, and RLVR "
-        "episodes (their images, oracle files and grading).",
+        "episodes (their images, oracle files and grading). A folder that does not exist is refused by name.",
     )
     oracle_files: bool = Field(False, description="Prompts include the oracle files (paths + contents).")
     expert_seeds: int = Field(

@@ -4,7 +4,8 @@ script outside the repository (OpenHands' /workspace), runs it from there, fixes
 
 Each expert action, run again in the effect sandbox in its own state (``rerun=True``), must score 1; the empty
 action at a read must score 1 (before: step 0 counted the image's edit as the expert's); ``restore`` (SWEEnv's
-step-wise resets) puts a fresh container into a later state, script and cwd included."""
+step-wise resets) puts a fresh container into a later state, script and cwd included. A library's own config folder
+written at import does not cost a new sandbox."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def task(docker_engine, tmp_path_factory: pytest.TempPathFactory):
     pin = "sed -i '1i # pinned by the image' calc.py"  # uncommitted, as astropy's pre_install leaves pyproject.toml
     record |= {"instance_id": "tiny__calc-pinned", "env": {**record["env"], "pre_install": [pin]}}
     instance = Instance.from_record(record)
-    return instance, Trajectory(instance.instance_id, "p", [Step("", a, exit_code=code) for a, code in STEPS], instance.patch)
+    return instance, Trajectory(
+        instance.instance_id, "p", [Step("", a, exit_code=code) for a, code in STEPS], instance.patch
+    )
 
 
 def test_expert_actions_rerun_at_their_own_states_score_one(task, tmp_path: Path) -> None:
@@ -54,6 +57,10 @@ def test_expert_actions_rerun_at_their_own_states_score_one(task, tmp_path: Path
         ]
         empty = [effect.evaluate(instance, traj, k, "").value for k in range(len(traj.steps))]
         missing = effect.evaluate(instance, traj, 4, "python nowhere.py").value
+        # a library's config written at import (astropy's ~/.astropy/config): no new sandbox for the next state
+        cache = effect.evaluate(instance, traj, 0, "mkdir -p ~/.astropy/config && cat calc.py").value
+        assert effect.evaluate(instance, traj, 2, "ls /workspace").value == 1.0 and cache == 1.0
+        assert effect.sandbox_starts == 1
     assert own == [1.0] * len(STEPS)
     # a read: the image's edit is no step of the expert's; creating the script: a change outside the repository
     # only (nothing in the tree); the fix: doing nothing → 0

@@ -5,7 +5,8 @@ commit + the expert's cumulative diff, built in a temporary index (``git apply -
 every container. :meth:`EffectBox.reset` puts the box into a state and checks that it got there:
 
 * processes earlier commands left running are killed (``DockerSandbox.kill_background``);
-* anything written outside ``/testbed`` and the scratch places (``SCRATCH``) since the box started (``pip install``, ``rm -rf /opt/venv``)
+* anything written outside ``/testbed``, the scratch places (``SCRATCH``) and libraries' caches (``CACHES``) since the
+  box started (``pip install``, ``rm -rf /opt/venv``)
   taints the box: it is replaced by a fresh container (read from the container's overlay upper directory when the
   engine is local, else ``find -cnewer`` a marker);
 * ``/testbed``: ``HEAD`` → ``main`` → the base commit, ``git read-tree -u --reset <state>``, ``git clean -fd``,
@@ -35,6 +36,11 @@ SCRATCH = (WORKDIR, "/tmp", "/workspace", "/root/.str_replace_editor")
 """Where commands may write: the repository (reset by git) and scratch emptied after every command (``/tmp``, which
 holds the harness tools' open-file state, ``/workspace``, where OpenHands writes its scripts, and
 ``str_replace_editor``'s undo history); a state puts back the scratch files of its own (``ExpertState.scratch``)."""
+CACHES = ("/root/.astropy", "/root/.cache", "/root/.config", "/root/.matplotlib")
+"""Libraries' own config and cache folders (astropy writes ``~/.astropy/config`` on its first import, matplotlib its
+font cache): written by an import, not by the action's intent, and alike after any run, so they neither taint the
+box nor get emptied (emptying them would rebuild matplotlib's font cache at every evaluation)."""
+_UNWATCHED = (*SCRATCH, *CACHES)
 EOF = "SWE_SRL_STATE_EOF"
 MARK = "/.swe_srl_effect_mark"
 _TREE = re.compile(r"^[0-9a-f]{40}$")
@@ -80,11 +86,11 @@ def _fingerprint(upper: str) -> frozenset:
     seen = []
     for root, dirs, files in os.walk(upper):
         rel = root[len(upper) :] or "/"
-        dirs[:] = [d for d in dirs if os.path.join(rel, d) not in SCRATCH]
+        dirs[:] = [d for d in dirs if os.path.join(rel, d) not in _UNWATCHED]
         for name in dirs + files:
             path = os.path.join(rel, name)
             st = os.lstat(os.path.join(root, name))
-            if stat.S_ISDIR(st.st_mode) and any(s.startswith(path + "/") for s in SCRATCH):
+            if stat.S_ISDIR(st.st_mode) and any(s.startswith(path + "/") for s in _UNWATCHED):
                 continue  # a directory above a scratch place (copied up when the scratch is written)
             seen.append((path, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     return frozenset(seen)
@@ -122,9 +128,12 @@ class EffectBox:
     def _outside_state(self):
         if self._upper is not None:
             return _fingerprint(self._upper)
-        skip = ("/proc", "/sys", "/dev", *SCRATCH, "/etc/hosts", "/etc/hostname", "/etc/resolv.conf")
+        skip = ("/proc", "/sys", "/dev", *_UNWATCHED, "/etc/hosts", "/etc/hostname", "/etc/resolv.conf")
         prune = r"\( " + " -o ".join(f"-path {p}" for p in skip) + r" \) -prune"
-        return self._sh(f"find / -xdev -mindepth 1 {prune} -o -cnewer {MARK} -print", "checking outside")
+        above = " ".join(f"! -path {p}" for p in sorted({os.path.dirname(u) for u in _UNWATCHED} - {"/"}))
+        return self._sh(
+            f"find / -xdev -mindepth 1 {prune} -o -cnewer {MARK} {above} -print", "checking outside"
+        )
 
     def tree_of(self, diff: str) -> str:
         """The tree id of the base commit + ``diff`` (built in a temporary index; the worktree is untouched)."""

@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from swe_srl.benchmark.instances import Instance, load_instances, select_instances
+from swe_srl.errors import TaskError
 from swe_srl.infra.engine import image_exists
 from swe_srl.infra.recipes import instance_image_names
 from swe_srl.paths import atomic_write_text
@@ -50,7 +51,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--dataset", default=DATASET)
     ap.add_argument("--repos-dir", type=Path, required=True, help="clones or mirrors of the repositories")
     ap.add_argument("--instances", default="", help="only these ids (default: those whose image is built)")
-    ap.add_argument("--bundled", type=int, default=3, help="bundled test trajectories measured beside (0: none)")
+    ap.add_argument(
+        "--bundled", type=int, default=3, help="bundled test trajectories measured beside (0: none)"
+    )
     ap.add_argument("--json", type=Path, help="write every step's scores here")
     return ap.parse_args()
 
@@ -61,8 +64,7 @@ def real_workload(args: argparse.Namespace) -> list[tuple[Instance, Trajectory]]
     ids = [i.strip() for i in args.instances.split(",") if i.strip()]
     chosen = select_instances(load_instances(args.dataset), ids or sorted(trajs))
     if not ids:
-        names = lambda i: instance_image_names(i, repos_dir=args.repos_dir)  # noqa: E731
-        chosen = [i for i in chosen if i.instance_id in trajs and any(map(image_exists, names(i)))]
+        chosen = [i for i in chosen if i.instance_id in trajs and built(i, args.repos_dir)]
     pairs = []
     for inst in chosen:
         raw = trajs[inst.instance_id]
@@ -70,22 +72,37 @@ def real_workload(args: argparse.Namespace) -> list[tuple[Instance, Trajectory]]
     return pairs
 
 
+def built(instance: Instance, repos_dir: Path) -> bool:
+    """Whether ``instance``'s image exists (False without a clone of its repository in ``repos_dir``)."""
+    try:
+        return any(map(image_exists, instance_image_names(instance, repos_dir=repos_dir)))
+    except TaskError:
+        return False
+
+
 def bundled_workload(n: int) -> list[tuple[Instance, Trajectory]]:
     instances = {i.instance_id: i for i in load_instances("bundled:test")}
     raws = list(read_jsonl(default_trajectories(split="test")))[:n]
-    return [(instances[r.instance_id], Trajectory(r.instance_id, r.problem, executed_steps(r), r.patch)) for r in raws]
+    return [
+        (instances[r.instance_id], Trajectory(r.instance_id, r.problem, executed_steps(r), r.patch))
+        for r in raws
+    ]
 
 
 def measure(pairs: list[tuple[Instance, Trajectory]], repos_dir: Path | None, console: Console) -> dict:
     """Every step × (expert rerun, previous action, empty action) from empty caches: rows and totals."""
     rows, hits, evals, replay_s = [], 0, 0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        effect = SandboxEffect("cached", root=Path(tmp) / "r", expert_root=Path(tmp) / "e", repos_dir=repos_dir)
+        effect = SandboxEffect(
+            "cached", root=Path(tmp) / "r", expert_root=Path(tmp) / "e", repos_dir=repos_dir
+        )
         started = time.perf_counter()
         try:
             for inst, traj in pairs:
                 t0 = time.perf_counter()
-                expert_states(traj, inst, repos_dir=repos_dir)  # the replay (on disk once), outside the timing
+                expert_states(
+                    traj, inst, repos_dir=repos_dir
+                )  # the replay (on disk once), outside the timing
                 replay_s += time.perf_counter() - t0
                 for k, step in enumerate(traj.steps):
                     own = effect.evaluate(inst, traj, k, step.action, rerun=True)
@@ -148,7 +165,9 @@ def main() -> None:
     sides = {}
     real = real_workload(args)
     if not real:
-        raise SystemExit(f"error: no instance of {args.trajectories} has a built image (build them, or --instances)")
+        raise SystemExit(
+            f"error: no instance of {args.trajectories} has a built image (build them, or --instances)"
+        )
     console.print(f"real run: {len(real)} trajectories ({', '.join(i.instance_id for i, _ in real)})")
     sides["real run"] = measure(real, args.repos_dir, console)
     if args.bundled:
@@ -157,7 +176,9 @@ def main() -> None:
     console.print(step_table(sides["real run"]["rows"]))
     console.print(summary_table(sides))
     for name, side in sides.items():
-        console.print(f"{name}: expert replays {side['replay_s']:.0f}s (once per trajectory, outside the timing)")
+        console.print(
+            f"{name}: expert replays {side['replay_s']:.0f}s (once per trajectory, outside the timing)"
+        )
     if args.json:
         atomic_write_text(args.json, json.dumps(sides, indent=1))
 

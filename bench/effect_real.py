@@ -8,14 +8,16 @@ then, at every step k, scores through the effect layer (``cached`` mode, empty c
 * the expert's own action, **run** in the sandbox put into its own state (``SandboxEffect.evaluate(rerun=True)``;
   without a run it is 1 by definition): it must score 1, its tree being the recorded next state;
 * the previous step's action (k ≥ 1), taken again at step k;
-* the empty action.
+* the empty action;
+* with ``--perturb``, at the expert's edit steps: its edit plus a comment line in the file it edits (a new tree: the
+  target tests run in the real image).
 
 Per step the three scores; per side (the real run, then the same workload on ``--bundled`` scripted trajectories of
 the bundled suite's test split, measured in the same process) the evaluations, the share of expert steps at 1,
 sandbox starts, test runs, cache hits (evaluations answered from the disk cache) and seconds per evaluation.
 Every step whose expert action scores below 1 is listed with its action and why (docs/rewards.md explains them).
 
-    python bench/effect_real.py --repos-dir /work/repos [--instances ID,ID] [--bundled 3] [--json OUT.json]
+    python bench/effect_real.py --repos-dir /work/repos [--instances ID,ID] [--bundled 3] [--perturb] [--json OUT]
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ from rich.console import Console
 from rich.table import Table
 
 from swe_srl.benchmark.instances import Instance, load_instances, select_instances
+from swe_srl.benchmark.verdicts import is_test_file
+from swe_srl.core.patches import file_diffs
 from swe_srl.errors import TaskError
 from swe_srl.infra.engine import image_exists
 from swe_srl.infra.recipes import instance_image_names
 from swe_srl.paths import atomic_write_text
 from swe_srl.rewards.effect.evaluator import SandboxEffect
 from swe_srl.trajectories.decompose import executed_steps
-from swe_srl.trajectories.expert_state import expert_states
+from swe_srl.trajectories.expert_state import WORKDIR, ExpertState, expert_states
 from swe_srl.trajectories.importers import import_trajectories
 from swe_srl.trajectories.schema import Trajectory, read_jsonl
 from swe_srl.trajectories.scripted import default_trajectories
@@ -55,6 +59,9 @@ def parse_args() -> argparse.Namespace:
         "--bundled", type=int, default=3, help="bundled test trajectories measured beside (0: none)"
     )
     ap.add_argument("--json", type=Path, help="write every step's scores here")
+    ap.add_argument(
+        "--perturb", action="store_true", help="also the expert's edit + a comment line (its tests run)"
+    )
     return ap.parse_args()
 
 
@@ -89,8 +96,19 @@ def bundled_workload(n: int) -> list[tuple[Instance, Trajectory]]:
     ]
 
 
-def measure(pairs: list[tuple[Instance, Trajectory]], repos_dir: Path | None, console: Console) -> dict:
-    """Every step × (expert rerun, previous action, empty action) from empty caches: rows and totals."""
+def perturbed(instance: Instance, state: ExpertState, k: int, action: str) -> str | None:
+    """At an edit step of the expert's: its action, then a comment line appended to the first non-test ``.py`` file
+    it changed (a new tree: the target tests run); None elsewhere."""
+    before = {f.target: f.text for f in file_diffs(state.before(k)[0])}
+    changed = [f.target for f in file_diffs(state.diffs[k]) if f.target and before.get(f.target) != f.text]
+    paths = [p for p in changed if p.endswith(".py") and not is_test_file(p, instance)]
+    return f"{action}\necho '# effect bench' >> {WORKDIR}/{paths[0]}" if paths else None
+
+
+def measure(
+    pairs: list[tuple[Instance, Trajectory]], repos_dir: Path | None, console: Console, perturb: bool = False
+) -> dict:
+    """Every step × (expert rerun, previous action, empty action[, perturbed edit]) from empty caches."""
     rows, hits, evals, replay_s = [], 0, 0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         effect = SandboxEffect(
@@ -100,19 +118,19 @@ def measure(pairs: list[tuple[Instance, Trajectory]], repos_dir: Path | None, co
         try:
             for inst, traj in pairs:
                 t0 = time.perf_counter()
-                expert_states(
-                    traj, inst, repos_dir=repos_dir
-                )  # the replay (on disk once), outside the timing
+                state = expert_states(traj, inst, repos_dir=repos_dir)  # replayed once, outside the timing
                 replay_s += time.perf_counter() - t0
                 for k, step in enumerate(traj.steps):
                     own = effect.evaluate(inst, traj, k, step.action, rerun=True)
                     prev = effect.evaluate(inst, traj, k, traj.steps[k - 1].action) if k else None
                     empty = effect.evaluate(inst, traj, k, "")
-                    done = [r for r in (own, prev, empty) if r is not None]
+                    other = perturbed(inst, state, k, step.action) if perturb else None
+                    edit = effect.evaluate(inst, traj, k, other) if other else None
+                    done = [r for r in (own, prev, empty, edit) if r is not None]
                     evals, hits = evals + len(done), hits + sum(r.cached for r in done)
                     rows.append({"instance_id": inst.instance_id, "step": k, "action": step.action,
                                  "expert": own.value, "previous": prev.value if prev else None,
-                                 "empty": empty.value})  # fmt: skip
+                                 "empty": empty.value, "perturbed": edit.value if edit else None})  # fmt: skip
                 console.print(f"  {inst.instance_id}: {len(traj.steps)} steps", highlight=False)
         finally:
             effect.close()
@@ -129,7 +147,7 @@ def mean(values: list[float | None]) -> float:
 def summary_table(sides: dict[str, dict]) -> Table:
     table = Table(title="effect layer: the expert's own action rerun, the previous action, the empty action")
     heads = ("workload", "trajectories", "steps", "expert = 1", "expert mean", "previous mean", "empty mean",
-             "evaluations", "sandbox starts", "test runs", "cache hits", "s / evaluation")  # fmt: skip
+             "perturbed edit", "evaluations", "sandbox starts", "test runs", "cache hits", "s / evaluation")  # fmt: skip
     for head in heads:
         table.add_column(head, justify="right")
     for name, side in sides.items():
@@ -139,6 +157,7 @@ def summary_table(sides: dict[str, dict]) -> Table:
             name, str(len({r["instance_id"] for r in rows})), str(len(rows)),
             f"{ones}/{len(rows)} ({ones / max(1, len(rows)):.1%})", f"{mean([r['expert'] for r in rows]):.3f}",
             f"{mean([r['previous'] for r in rows]):.3f}", f"{mean([r['empty'] for r in rows]):.3f}",
+            f"{mean([r['perturbed'] for r in rows]):.3f}",
             str(side["evaluations"]), str(side["sandbox_starts"]), str(side["test_runs"]),
             f"{side['cache_hits']} ({side['cache_hits'] / max(1, side['evaluations']):.0%})",
             f"{side['seconds'] / max(1, side['evaluations']):.2f}",
@@ -148,14 +167,15 @@ def summary_table(sides: dict[str, dict]) -> Table:
 
 def step_table(rows: list[dict]) -> Table:
     table = Table(title="per step (real run)")
-    for head in ("instance", "#", "action", "expert", "previous", "empty"):
+    for head in ("instance", "#", "action", "expert", "previous", "empty", "perturbed"):
         table.add_column(head, justify="left" if head in ("instance", "action") else "right")
     for r in rows:
         mark = "" if r["expert"] == 1.0 else "[red]"
         action = " ".join(r["action"].split())[:70]
         prev = "-" if r["previous"] is None else f"{r['previous']:.2f}"
+        edit = "-" if r.get("perturbed") is None else f"{r['perturbed']:.2f}"
         table.add_row(r["instance_id"].split("__")[-1], str(r["step"]), action,
-                      f"{mark}{r['expert']:.2f}", prev, f"{r['empty']:.2f}")  # fmt: skip
+                      f"{mark}{r['expert']:.2f}", prev, f"{r['empty']:.2f}", edit)  # fmt: skip
     return table
 
 
@@ -169,10 +189,10 @@ def main() -> None:
             f"error: no instance of {args.trajectories} has a built image (build them, or --instances)"
         )
     console.print(f"real run: {len(real)} trajectories ({', '.join(i.instance_id for i, _ in real)})")
-    sides["real run"] = measure(real, args.repos_dir, console)
+    sides["real run"] = measure(real, args.repos_dir, console, args.perturb)
     if args.bundled:
         console.print(f"bundled suite: {args.bundled} test trajectories")
-        sides["bundled suite"] = measure(bundled_workload(args.bundled), None, console)
+        sides["bundled suite"] = measure(bundled_workload(args.bundled), None, console, args.perturb)
     console.print(step_table(sides["real run"]["rows"]))
     console.print(summary_table(sides))
     for name, side in sides.items():

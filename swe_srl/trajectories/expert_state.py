@@ -36,7 +36,7 @@ SCRATCH_FILE_LIMIT = "-256k"
 _SNAPSHOT = (
     "( cd / && L=$(find " + " ".join(SCRATCH_ROOTS) + " -xdev -mindepth 1 \\( -name 'pytest-of-*' -o -name "
     "'.swe-srl*' -o -name 'swe-srl-*' \\) -prune -o \\( -type d -o -type l -o -type f -size "
-    f"{SCRATCH_FILE_LIMIT} \\) -print 2>/dev/null | sort); [ -z \"$L\" ] || printf '%s\\n' \"$L\" | "
+    f'{SCRATCH_FILE_LIMIT} \\) -print 2>/dev/null | sort); [ -z "$L" ] || printf \'%s\\n\' "$L" | '
     "tar --no-recursion -czf - -T - 2>/dev/null | base64 -w0 )"
 )
 """Print the scratch places' files (pytest's temporary folders and our own left out) as a base64 tar.gz."""

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from swe_srl.trajectories.schema import Trajectory
 
 POLICY_SPECS = "gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai | predictions:FILE"
+DEFAULT_MAX_STEPS = 50
+"""Policy calls per episode when none are given (a replay's: its longest script, :func:`default_max_steps`)."""
 HEREDOC_EOF = "SWE_SRL_EOF"
 GOLD_APPLY = "git apply --verbose --whitespace=nowarn"
 
@@ -184,15 +186,34 @@ class ReplayPolicy(ScriptedPolicy):
                 f"policy {self.name!r} has no trajectory for instance {instance.instance_id!r} "
                 f"(it has: {known}); pass --instances to restrict the run"
             )
-        self.outputs = [format_output(s.thought or "(replayed step)", s.action) for s in traj.steps]
-        if self.auto_submit and not (traj.steps and is_submit(traj.steps[-1].action)):
-            self.outputs.append(format_output("Submit the replayed work.", SUBMIT))
+        self.outputs = self.script(traj)
         self.calls = 0
+
+    def script(self, traj: Trajectory) -> list[str]:
+        """The outputs that replay ``traj``: its steps, then ``submit`` (``auto_submit``) unless it ends with one."""
+        outputs = [format_output(s.thought or "(replayed step)", s.action) for s in traj.steps]
+        if self.auto_submit and not (traj.steps and is_submit(traj.steps[-1].action)):
+            outputs.append(format_output("Submit the replayed work.", SUBMIT))
+        return outputs
+
+    @property
+    def longest(self) -> int:
+        """Policy calls the longest trajectory's replay takes (its submit included)."""
+        return max((len(self.script(t)) for t in self.trajectories.values()), default=0)
 
 
 def _require_replay_file(path: str | Path) -> None:
     if not Path(path).expanduser().is_file():
         raise PolicyError(f"replay trajectory file {str(path)!r} does not exist (give a native JSONL file)")
+
+
+def default_max_steps(spec: str) -> int:
+    """Policy calls per episode for ``spec`` when none are given: ``replay:FILE`` replays whole trajectories (its
+    longest script, submit included), any other policy gets :data:`DEFAULT_MAX_STEPS`."""
+    kind, _, arg = spec.partition(":")
+    if kind == "replay" and arg and Path(arg).expanduser().is_file():
+        return max(1, ReplayPolicy.from_file(Path(arg).expanduser()).longest)
+    return DEFAULT_MAX_STEPS
 
 
 def check_model_ref(ref: str, option: str) -> None:

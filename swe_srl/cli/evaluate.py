@@ -39,7 +39,7 @@ def eval_cmd(
     candidates: int = typer.Option(1, min=1, metavar="N", rich_help_panel=PROTOCOL, help="candidates per instance, reranked by majority"),
     oracle_files: bool = typer.Option(False, "--oracle-files", rich_help_panel=PROTOCOL, help="agent: the prompt includes the files the gold patch edits"),
     oracle_window: int = typer.Option(None, "--oracle-window", min=0, metavar="N", rich_help_panel=PROTOCOL, help="agent: oracle files as windows of N lines around the gold hunks"),
-    max_steps: int = typer.Option(50, metavar="N", rich_help_panel=PROTOCOL, help="agent: policy calls per episode"),
+    max_steps: int = typer.Option(None, metavar="N", rich_help_panel=PROTOCOL, help="agent: policy calls per episode (default 50; replay:T: its longest trajectory + submit)"),
     episode_timeout: float = typer.Option(1800, metavar="S", rich_help_panel=PROTOCOL, help="agent: wall clock of one episode (s)"),
     no_grade: bool = typer.Option(False, "--no-grade", rich_help_panel=GRADING, help="predictions only, no Docker (oracle-edit/agentless); grade with --policy predictions:FILE"),
     timeout: float = typer.Option(1800, metavar="S", rich_help_panel=GRADING, help="test command timeout when grading (s)"),

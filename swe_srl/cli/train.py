@@ -24,6 +24,12 @@ def train(
     samples: Path | None = typer.Option(None, "--samples", help="Step samples JSONL (swe-srl decompose)."),
     trajectories: list[str] | None = typer.Option(None, "--trajectories", help="Trajectory files / HF ids."),
     tasks: str | None = typer.Option(None, "--tasks", help="Task set (oracle files, RLVR episodes)."),
+    repos_dir: Path | None = typer.Option(
+        None,
+        "--repos-dir",
+        help="Folder of local clones (offline): the task set's repositories for oracle files, the effect layer "
+        "and RLVR episodes.",
+    ),
     reward: str | None = typer.Option(
         None, "--reward", help="srl (similarity), layered, or mixed (their mean)."
     ),
@@ -82,6 +88,7 @@ def train(
         samples=str(samples) if samples else None,
         trajectories=trajectories or None,
         tasks=tasks,
+        repos_dir=str(repos_dir) if repos_dir else None,
         reward=reward,
         effect=effect,
         output=output,

@@ -74,12 +74,13 @@ def replay(
     """Replay every step of ``traj`` in a fresh sandbox on ``instance``; also saves the expert state."""
 
     rows: list[ReplayRow] = []
-    state = ExpertState(diffs=[], cwds=[])
     with open_sandbox(instance, profile="expert", repos_dir=repos_dir) as sandbox:
-        for index, result, diff, cwd in replay_steps(sandbox, traj):
+        state = ExpertState(diffs=[], cwds=[], start=sandbox.diff())
+        for index, result, diff, cwd, scratch in replay_steps(sandbox, traj, state.start):
             step = traj.steps[index]
             state.diffs.append(diff)
             state.cwds.append(cwd)
+            state.scratch.append(scratch)
             recorded = step.observation or ""
             row = ReplayRow(
                 step=index,

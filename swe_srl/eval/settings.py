@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from swe_srl.agent.policies import default_max_steps
 from swe_srl.errors import ConfigError
 from swe_srl.eval.protocols.oneshot import REPAIR_INPUT_TOKENS, check_protocol
 from swe_srl.trajectories.oracle import oracle_setting
@@ -23,7 +24,8 @@ class EvalSettings:
     """``gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai | predictions:FILE``."""
     base_url: str | None = None
     model: str | None = None
-    max_steps: int = 50
+    max_steps: int | None = None
+    """Policy calls per episode; None: ``agent.policies.default_max_steps`` (50; a replay's longest trajectory)."""
     episode_timeout_s: float = 1800.0
     max_new_tokens: int = 1024
     temperature: float = 0.0
@@ -54,6 +56,8 @@ class EvalSettings:
     def __post_init__(self) -> None:
         if self.direct and self.policy not in ("gold", "empty"):
             raise ConfigError(f"direct patch grading is for --policy gold|empty, not {self.policy!r}")
+        if self.max_steps is None:
+            object.__setattr__(self, "max_steps", default_max_steps(self.policy))
         if self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps}: need at least one step")
         check_protocol(self)

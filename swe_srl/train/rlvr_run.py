@@ -89,13 +89,21 @@ def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
 
     oracle = {}
     if config.oracle_files:
-        oracle = oracle_contents(instances)
+        oracle = oracle_contents(instances, config.repos_path)
     rows = []
     for instance in instances:
         files = oracle.get(instance.instance_id) or None
         prompt = build_messages(instance.problem_statement, [], oracle_files=files)
         rows.append({"prompt": prompt, "instance_id": instance.instance_id})
     return rows
+
+
+def rlvr_env_kwargs(config: TrainConfig) -> dict[str, Any]:
+    """The ``SWEEnv`` options of the run's episodes: command and episode limits, oracle files, local clones
+    (``repos_dir``: the instance images and grading read the repositories from there)."""
+
+    limits = Limits(command_timeout_s=config.rlvr.command_timeout_s, episode_timeout_s=600.0)
+    return {"limits": limits, "oracle_files": config.oracle_files, "repos_dir": config.repos_dir}
 
 
 def refuse_viewed(config: TrainConfig) -> None:
@@ -151,8 +159,7 @@ def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
     instances, held_out = rlvr_instances(config), rlvr_eval_instances(config)
     rows = rlvr_rows(config, instances)
     ids = {prompt_key(r["prompt"]): r["instance_id"] for r in rows}
-    limits = Limits(command_timeout_s=config.rlvr.command_timeout_s, episode_timeout_s=600.0)
-    env_kwargs = {"limits": limits, "oracle_files": config.oracle_files}
+    env_kwargs = rlvr_env_kwargs(config)
 
     def runner_factory(tokenizer, prefix):
         return EnvEpisodeRunner(

@@ -63,6 +63,7 @@ def build_effect(config: TrainConfig, sample_set) -> Any:
         trajectories=sample_set.trajectories,
         instances=sample_set.instances,
         dataset=config.tasks or "bundled",
+        repos_dir=config.repos_path,
     )
 
 
@@ -71,7 +72,12 @@ def build_reward(config: TrainConfig, effect: Any = None, sample_set: Any = None
     layer judges each sample against its instance image's executables and expert state, as the env does."""
     inputs = None
     if sample_set is not None:
-        inputs = StepInputs(sample_set.trajectories, sample_set.instances, dataset=config.tasks or "bundled")
+        inputs = StepInputs(
+            sample_set.trajectories,
+            sample_set.instances,
+            dataset=config.tasks or "bundled",
+            repos_dir=config.repos_path,
+        )
     return SRLReward(
         mode=config.reward,
         weights={"mix": config.reward_mix},

@@ -166,7 +166,10 @@ def resolve_samples(config: TrainConfig):
         return SampleSet(Path(config.samples), trajs, _task_instances(config))
     if config.trajectories:
         return build_samples(
-            config.trajectories, instances=_task_instances(config), oracle_files=config.oracle_files
+            config.trajectories,
+            instances=_task_instances(config),
+            oracle_files=config.oracle_files,
+            repos_dir=config.repos_path,
         )
     if config.tasks:
         raise TrainingError(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from swe_srl.benchmark.instances import HELD_OUT
 from swe_srl.rewards.effect.protocol import EffectMode
@@ -47,6 +47,13 @@ class TrainConfig(StrictOptions):
         default_factory=list, description="Trajectory files / HF ids to decompose."
     )
     tasks: str | None = Field(None, description="Task set (for oracle files and RLVR episodes).")
+    repos_dir: str | None = Field(
+        None,
+        description="Folder of local clones or mirrors (offline; layouts: swe_srl.benchmark.repos.repo_source): "
+        "every place that reads a task's repository takes it from here instead of the repos cache or GitHub — the "
+        "samples' oracle files, the images of the effect layer and of the syntax layer's expert states, and RLVR "
+        "episodes (their images, oracle files and grading). A folder that does not exist is refused by name.",
+    )
     oracle_files: bool = Field(False, description="Prompts include the oracle files (paths + contents).")
     expert_seeds: int = Field(
         4,
@@ -129,6 +136,18 @@ class TrainConfig(StrictOptions):
     )
     trl: dict[str, Any] = Field(default_factory=dict, description="GRPOConfig options, passed through.")
 
+    @field_validator("repos_dir")
+    @classmethod
+    def _existing_folder(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).expanduser().is_dir():
+            raise ValueError(f"{value!r} is no folder (give the folder that holds the local clones)")
+        return value
+
     @property
     def output_dir(self) -> Path:
         return Path(self.output)
+
+    @property
+    def repos_path(self) -> Path | None:
+        """``repos_dir`` as a path (None: the repos cache, else GitHub)."""
+        return Path(self.repos_dir).expanduser() if self.repos_dir else None

@@ -119,6 +119,23 @@ def test_replay_of_an_eval_trajectory_reproduces_its_patch(tiny: Path, tmp_path:
     assert json.loads((tmp_path / "replay" / "report.json").read_text())["resolved_rate"] == 1.0
 
 
+def test_replay_longer_than_fifty_steps_runs_whole_by_default(tiny: Path, tmp_path: Path) -> None:
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl
+
+    # tiny__calc-add: the fix comes after 52 reads; no submit recorded (the replay appends one)
+    instance = load_instances(str(tiny))[0]
+    steps = [Step("", f"echo {k}") for k in range(52)]
+    steps.append(Step("", "sed -i 's/return a - b/return a + b/' calc.py"))
+    trajs = tmp_path / "long.jsonl"
+    write_jsonl(trajs, [Trajectory(instance.instance_id, "p", steps)])
+    args = ["--policy", f"replay:{trajs}", "--dataset", str(tiny), "--instances", instance.instance_id]
+    # no --max-steps: the 53 steps and the submit (before: cut at 50, unresolved with max_steps)
+    _eval(*args, out=tmp_path / "out")
+    row = json.loads((tmp_path / "out" / "report.json").read_text())["instances"][instance.instance_id]
+    assert (row["status"], row["exit_reason"], row["steps"]) == ("resolved", "submitted", 54)
+
+
 def test_killed_eval_resumes_without_redoing_finished_instances(tiny: Path, tmp_path: Path) -> None:
     cmd = [
         sys.executable,

@@ -24,6 +24,7 @@ from swe_srl.agent.policies import (
     ScriptedPolicy,
     as_policy,
     batch_generate,
+    default_max_steps,
     gold_patch_outputs,
     gold_script,
     heredoc_stdin,
@@ -183,6 +184,25 @@ def test_replay_policy_does_not_double_submit() -> None:
     policy = ReplayPolicy([Trajectory("demo__demo-1", "p", [Step("t", "submit")])], auto_submit=True)
     policy.reset(_instance())
     assert policy.outputs == [format_output("t", "submit")]
+
+
+def test_a_replay_runs_whole_trajectories_by_default(tmp_path: Path) -> None:
+    from swe_srl.eval.settings import EvalSettings
+
+    long = Trajectory(
+        "demo__demo-1", "p", [Step("", f"echo {k}") for k in range(54)]
+    )  # + the appended submit
+    short = Trajectory("demo__demo-2", "p", [Step("", "ls"), Step("", "submit")])  # ends with its own submit
+    write_jsonl(tmp_path / "t.jsonl", [short, long])
+    spec = f"replay:{tmp_path / 't.jsonl'}"
+    assert (
+        default_max_steps(spec) == 55 and EvalSettings(spec).max_steps == 55
+    )  # was 50: cut before its submit
+    assert EvalSettings(spec, max_steps=7).max_steps == 7  # a given limit wins
+    assert default_max_steps("gold") == EvalSettings("gold").max_steps == 50
+    assert (
+        EvalSettings("replay:missing.jsonl").max_steps == 50
+    )  # the missing file is the policy check's error
 
 
 class _Server:

@@ -5,7 +5,8 @@ commit + the expert's cumulative diff, built in a temporary index (``git apply -
 every container. :meth:`EffectBox.reset` puts the box into a state and checks that it got there:
 
 * processes earlier commands left running are killed (``DockerSandbox.kill_background``);
-* anything written outside ``/testbed`` and the scratch places (``SCRATCH``) since the box started (``pip install``, ``rm -rf /opt/venv``)
+* anything written outside ``/testbed``, the scratch places (``SCRATCH``) and libraries' caches (``CACHES``) since the
+  box started (``pip install``, ``rm -rf /opt/venv``)
   taints the box: it is replaced by a fresh container (read from the container's overlay upper directory when the
   engine is local, else ``find -cnewer`` a marker);
 * ``/testbed``: ``HEAD`` → ``main`` → the base commit, ``git read-tree -u --reset <state>``, ``git clean -fd``,
@@ -29,11 +30,17 @@ from swe_srl.errors import SandboxError
 from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.rewards.effect.score import ActionFacts, Delta, parse_delta
 from swe_srl.rewards.syntax import check_python_files
-from swe_srl.trajectories.expert_state import WORKDIR, tree_hash
+from swe_srl.trajectories.expert_state import WORKDIR, restore_scratch_script, tree_hash
 
-SCRATCH = (WORKDIR, "/tmp", "/root/.str_replace_editor")
+SCRATCH = (WORKDIR, "/tmp", "/workspace", "/root/.str_replace_editor")
 """Where commands may write: the repository (reset by git) and scratch emptied after every command (``/tmp``, which
-holds the harness tools' open-file state, and ``str_replace_editor``'s undo history)."""
+holds the harness tools' open-file state, ``/workspace``, where OpenHands writes its scripts, and
+``str_replace_editor``'s undo history); a state puts back the scratch files of its own (``ExpertState.scratch``)."""
+CACHES = ("/root/.astropy", "/root/.cache", "/root/.config", "/root/.matplotlib")
+"""Libraries' own config and cache folders (astropy writes ``~/.astropy/config`` on its first import, matplotlib its
+font cache): written by an import, not by the action's intent, and alike after any run, so they neither taint the
+box nor get emptied (emptying them would rebuild matplotlib's font cache at every evaluation)."""
+_UNWATCHED = (*SCRATCH, *CACHES)
 EOF = "SWE_SRL_STATE_EOF"
 MARK = "/.swe_srl_effect_mark"
 _TREE = re.compile(r"^[0-9a-f]{40}$")
@@ -44,14 +51,19 @@ _WORKTREE_TREE = (
 )
 """Print the worktree's tree id (untracked files included) via a copy of the index (tracked files stay tracked even
 when ignored), so the repository's own index is untouched — as ``DockerSandbox.diff`` does."""
-_SETTLE = (
-    '( for f in /tmp/* /tmp/.[!.]* /tmp/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then '
+_EMPTY = (
+    'for f in /tmp/* /tmp/.[!.]* /tmp/..?*; do if [ -e "$f" ] || [ -L "$f" ]; then '
     "find /tmp -mindepth 1 -delete; break; fi; done; "
-    "if [ -e /root/.str_replace_editor ]; then rm -rf /root/.str_replace_editor; fi; "
-    f"cd {WORKDIR} 2>/dev/null && git reset -q >/dev/null 2>&1; {_WORKTREE_TREE}; printf '\\n{_SEP}\\n'; "
+    "for d in /root/.str_replace_editor /workspace; do if [ -e $d ]; then rm -rf $d; fi; done"
+)
+"""Empty the scratch places (``/tmp`` kept as a folder)."""
+_REPORT = (
+    f"( cd {WORKDIR} 2>/dev/null && git reset -q >/dev/null 2>&1; {_WORKTREE_TREE}; printf '\\n{_SEP}\\n'; "
     f"cd {WORKDIR} 2>/dev/null && git clean -ndX 2>&1 && git for-each-ref 2>&1 ); printf '{_SEP}%s\\n' \"$PWD\""
 )
-"""After a command: empty /tmp, the index back to HEAD; print the worktree tree, the refs and ignored files, cwd."""
+"""The index back to HEAD; print the worktree tree, the refs and ignored files, cwd."""
+_SETTLE = f"( {_EMPTY} ); {_REPORT}"
+"""After a command: the scratch places emptied, then :data:`_REPORT`."""
 
 
 class Tainted(SandboxError):
@@ -74,11 +86,11 @@ def _fingerprint(upper: str) -> frozenset:
     seen = []
     for root, dirs, files in os.walk(upper):
         rel = root[len(upper) :] or "/"
-        dirs[:] = [d for d in dirs if os.path.join(rel, d) not in SCRATCH]
+        dirs[:] = [d for d in dirs if os.path.join(rel, d) not in _UNWATCHED]
         for name in dirs + files:
             path = os.path.join(rel, name)
             st = os.lstat(os.path.join(root, name))
-            if stat.S_ISDIR(st.st_mode) and any(s.startswith(path + "/") for s in SCRATCH):
+            if stat.S_ISDIR(st.st_mode) and any(s.startswith(path + "/") for s in _UNWATCHED):
                 continue  # a directory above a scratch place (copied up when the scratch is written)
             seen.append((path, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     return frozenset(seen)
@@ -116,9 +128,12 @@ class EffectBox:
     def _outside_state(self):
         if self._upper is not None:
             return _fingerprint(self._upper)
-        skip = ("/proc", "/sys", "/dev", *SCRATCH, "/etc/hosts", "/etc/hostname", "/etc/resolv.conf")
+        skip = ("/proc", "/sys", "/dev", *_UNWATCHED, "/etc/hosts", "/etc/hostname", "/etc/resolv.conf")
         prune = r"\( " + " -o ".join(f"-path {p}" for p in skip) + r" \) -prune"
-        return self._sh(f"find / -xdev -mindepth 1 {prune} -o -cnewer {MARK} -print", "checking outside")
+        above = " ".join(f"! -path {p}" for p in sorted({os.path.dirname(u) for u in _UNWATCHED} - {"/"}))
+        return self._sh(
+            f"find / -xdev -mindepth 1 {prune} -o -cnewer {MARK} {above} -print", "checking outside"
+        )
 
     def tree_of(self, diff: str) -> str:
         """The tree id of the base commit + ``diff`` (built in a temporary index; the worktree is untouched)."""
@@ -158,11 +173,11 @@ class EffectBox:
         return parse_delta(status, text)
 
     # ---------------------------------------------------------------------------------------------- states
-    def reset(self, diff: str, cwd: str) -> str:
-        """Put the box into the expert state (base + ``diff``, ``cwd``); returns its tree. ``Tainted`` when it
-        cannot (the caller replaces the box)."""
+    def reset(self, diff: str, cwd: str, scratch: str = "") -> str:
+        """Put the box into the expert state (base + ``diff``, ``cwd``, the ``scratch`` files outside the repository:
+        ``ExpertState.scratch``); returns its tree. ``Tainted`` when it cannot (the caller replaces the box)."""
         tree = self.tree_of(diff)
-        if self.at == (tree, cwd):
+        if self.at == (tree, cwd, tree_hash(scratch)):
             return tree
         self.sandbox.kill_background()
         if self._outside_state() != self._outside:
@@ -170,7 +185,8 @@ class EffectBox:
         script = (
             f"rm -f {WORKDIR}/.git/index.lock; ( cd {WORKDIR} && git symbolic-ref HEAD refs/heads/main && "
             f"git update-ref refs/heads/main {self.base} && git read-tree -u --reset {tree} && git clean -qfd && "
-            f"git reset -q ) && cd {shlex.quote(cwd)} && {_SETTLE}"
+            f"git reset -q ) && ( {_EMPTY} ) && {restore_scratch_script(scratch)} && cd {shlex.quote(cwd)} && "
+            f"{_REPORT}"
         )
         got, listing, pwd = self._settled(
             self._sh(script, f"resetting to the state before the step (cwd {cwd})")
@@ -179,12 +195,12 @@ class EffectBox:
             got, listing, pwd = self._settled(self._repair(listing))
         if got != tree or listing != self._baseline or pwd != cwd:
             raise Tainted(f"effect sandbox: the reset did not restore tree {tree} in {cwd}")
-        self.at = (tree, cwd)
+        self.at = (tree, cwd, tree_hash(scratch))
         return tree
 
     def _repair(self, listing: str) -> str:
         """Drop the refs (branches, tags, stash) and ignored files a command added, restore the refs it moved;
-        returns the new ``_SETTLE`` output."""
+        returns the new ``_REPORT`` output (the scratch places the reset filled are left as they are)."""
 
         def split(text: str) -> tuple[set[str], dict[str, str]]:
             ignored = {
@@ -201,7 +217,7 @@ class EffectBox:
         extra = sorted(ignored - want_ignored)
         if extra:
             script += " && git clean -qfdX -- " + " ".join(shlex.quote(p) for p in extra)
-        return self._sh(script + f" ) && {_SETTLE}", "repairing refs and ignored files")
+        return self._sh(script + f" ) && {_REPORT}", "repairing refs and ignored files")
 
     @staticmethod
     def _settled(out: str) -> tuple[str | None, str, str]:
@@ -229,9 +245,9 @@ class EffectBox:
         tree, listing, pwd = self._settled(self.sandbox.run(_SETTLE).output)
         if tree is None:
             return ActionFacts(None, Delta(), Delta(), code, True), None
-        if (at and (tree, pwd) == at and listing == self._baseline and self._upper is not None
+        if (at and (tree, pwd, tree_hash("")) == at and listing == self._baseline and self._upper is not None
                 and self._outside_state() == self._outside):  # fmt: skip
-            self.at = at
+            self.at = at  # (the scratch places were emptied: a state with scratch files is redone)
         full = self.delta(pre, tree)
         tests = [p for p in full.status if is_test(p)]
         tested = tree

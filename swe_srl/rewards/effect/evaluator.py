@@ -132,11 +132,12 @@ class SandboxEffect:
         self.sandbox_starts += 1
         return EffectBox(instance, repos_dir=self.repos_dir)
 
-    def _reset(self, instance: Instance, fresh: dict, diff: str, cwd: str) -> EffectBox:
-        """The instance's box, put into the expert state (base + ``diff``, ``cwd``); a tainted box is replaced."""
+    def _reset(self, instance: Instance, fresh: dict, diff: str, cwd: str, scratch: str = "") -> EffectBox:
+        """The instance's box, put into the expert state (base + ``diff``, ``cwd``, ``scratch`` files outside the
+        repository); a tainted box is replaced."""
         box = self._box(instance, fresh)
         try:
-            box.reset(diff, cwd)
+            box.reset(diff, cwd, scratch)
         except Tainted:
             box.close()
             if self.warm:
@@ -144,7 +145,7 @@ class SandboxEffect:
             else:
                 del fresh["box"]
             box = self._box(instance, fresh)
-            box.reset(diff, cwd)  # a fresh container that cannot be reset is an infrastructure failure
+            box.reset(diff, cwd, scratch)  # a fresh container that cannot be reset: an infrastructure failure
         return box
 
     def close(self) -> None:
@@ -172,7 +173,7 @@ class SandboxEffect:
         key = (instance.instance_id, tree_hash(pre_diff), tree_hash(state.diffs[step]))
         data = self._load("expert-steps", *key)
         if data is None:
-            box = self._reset(instance, fresh, pre_diff, cwd)
+            box = self._reset(instance, fresh, pre_diff, cwd, state.scratch_before(step))
             pre = box.tree_of(pre_diff)
             post = box.tree_of(state.diffs[step])
             data = {"pre": pre, "post": post, "full": box.delta(pre, post).to_dict(), "base": box.tree_of("")}
@@ -187,7 +188,7 @@ class SandboxEffect:
 
     def _act(self, instance: Instance, state: ExpertState, step: int, action: str, fresh: dict) -> dict:
         pre_diff, cwd = state.before(step)
-        box = self._reset(instance, fresh, pre_diff, cwd)
+        box = self._reset(instance, fresh, pre_diff, cwd, state.scratch_before(step))
         facts, tested = box.act(action, box.tree_of(pre_diff), lambda p: is_test_file(p, instance))
         return {**facts.to_dict(), "tested": tested}
 
@@ -229,11 +230,17 @@ class SandboxEffect:
             if "box" in fresh:
                 fresh["box"].close()
 
-    def evaluate(self, instance: Instance, traj: Trajectory, step: int, action: str) -> EffectResult:
-        """The effect of ``action`` taken instead of expert step ``step`` of ``traj`` on ``instance``."""
+    def evaluate(
+        self, instance: Instance, traj: Trajectory, step: int, action: str, *, rerun: bool = False
+    ) -> EffectResult:
+        """The effect of ``action`` taken instead of expert step ``step`` of ``traj`` on ``instance``. The expert's
+        own action is 1 without a run (its tree is the recorded next state); ``rerun`` runs it anyway, as any
+        other action (a check of the layer on real trajectories: ``bench/effect_real.py``)."""
         state = expert_states(traj, instance, repos_dir=self.repos_dir)
         if not 0 <= step < len(state.diffs):
             raise ConfigError(f"step {step} out of range for {traj.instance_id} ({len(state.diffs)} steps)")
+        if action == traj.steps[step].action and not rerun:
+            return EffectResult(1.0, True, True, None, {}, cached=True)
         fresh: dict = {}
         try:
             return self._evaluate(instance, traj, state, step, action, fresh)
@@ -242,12 +249,10 @@ class SandboxEffect:
                 fresh["box"].close()
 
     def _evaluate(self, instance, traj, state, step, action, fresh) -> EffectResult:
-        if (
-            action == traj.steps[step].action
-        ):  # its tree is the expert's state after the step, recorded by the replay
-            return EffectResult(1.0, True, True, None, {}, cached=True)
         expert = self._expert(instance, traj, state, step, fresh)
         key = (instance.instance_id, expert.pre, state.before(step)[1], action)
+        if scratch := state.scratch_before(step):  # the files outside the repository the action may read
+            key += (tree_hash(scratch),)
         record, ran = self._load("action-facts", *key), False
         if record is None:
             record, ran = self._act(instance, state, step, action, fresh), True

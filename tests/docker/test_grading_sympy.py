@@ -66,7 +66,9 @@ def forgery(name: str, instance, base: dict[str, str]) -> dict[str, str]:
             "        _r.PyTestReporter.test_exception = _r.PyTestReporter.test_pass\n"
             "        raise NotImplementedError()"
         )
-        return {PACKAGE: base[PACKAGE].replace("def as_set(self):\n        raise NotImplementedError()", hook)}
+        return {
+            PACKAGE: base[PACKAGE].replace("def as_set(self):\n        raise NotImplementedError()", hook)
+        }
     if name == "bin/test prints ok lines":  # the runner is a test file: the patch's edit is dropped
         return {"bin/test": base["bin/test"].replace("\nimport ", f"\nprint({lines!r})\nimport ", 1)}
     raise AssertionError(name)

@@ -34,7 +34,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "walks sys.modules",
         re.compile(
-            r"\bsys\s*\.\s*modules\s*\.\s*(values|items|copy)\s*\(|\bin\s+(list\s*\(\s*|dict\s*\(\s*|tuple\s*\(\s*)?"
+            r"\bsys\s*\.\s*modules\s*\.\s*(values|items|copy)\s*\(|\bfor\b.*\bin\s+(list\s*\(\s*|dict\s*\(\s*|tuple\s*\(\s*)?"
             r"sys\s*\.\s*modules\b|\b(list|dict|tuple|set|sorted|vars)\s*\(\s*sys\s*\.\s*modules\b"
         ),
     ),
@@ -93,7 +93,7 @@ def _code(line: str) -> str:
 
 def _added(diff: FileDiff) -> list[str]:
     if diff.parsed:
-        return [line.value for hunk in diff.hunks for line in hunk if line.is_added]
+        return [line.value.rstrip("\r\n") for hunk in diff.hunks for line in hunk if line.is_added]
     return [ln[1:] for ln in diff.text.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
 
 

@@ -3,6 +3,7 @@ SEARCH/REPLACE edits: oracle-edit, agentless) → predictions, report, summary."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -10,6 +11,7 @@ from rich.console import Console
 
 from swe_srl.agent.policies import POLICY_SPECS
 from swe_srl.benchmark.instances import load_instances, select_instances
+from swe_srl.benchmark.verdicts import STRICT_ENV
 from swe_srl.cli.infra import IMAGE_SOURCE_HELP
 from swe_srl.errors import TaskError
 from swe_srl.eval.protocols.oneshot import ONE_SHOT_MAX_NEW_TOKENS, PROTOCOLS
@@ -43,6 +45,7 @@ def eval_cmd(
     timeout: float = typer.Option(1800, help="test command timeout when grading (s)"),
     direct_patch: bool = typer.Option(False, help="gold|empty: grade the patch without an episode"),
     image_source: str = typer.Option(None, "--image-source", help=IMAGE_SOURCE_HELP),
+    strict_grading: bool = typer.Option(False, "--strict-grading", help="a patch the grading screen flags (library code reaching into the test runner: docs/grading.md) is unresolved"),
 ) -> None:  # fmt: skip
     """Run POLICY on every instance of DATASET under PROTOCOL and grade the patches SWE-bench style.
 
@@ -51,6 +54,8 @@ def eval_cmd(
     """
 
     select_image_source(image_source)
+    if strict_grading:  # for this process and the workers it spawns, as --image-source
+        os.environ[STRICT_ENV] = "1"
     console = Console()
     if max_new_tokens is None:
         max_new_tokens = 1024 if protocol == "agent" else ONE_SHOT_MAX_NEW_TOKENS

@@ -12,7 +12,7 @@ import difflib
 import pytest
 
 from swe_srl.benchmark.instances import load_instances
-from swe_srl.benchmark.verdicts import TAMPERED, verdict
+from swe_srl.benchmark.verdicts import FLAGGED, TAMPERED, verdict
 from swe_srl.grading.runner import grade, run_tests_logged
 from swe_srl.infra.sandbox.factory import open_sandbox
 
@@ -237,3 +237,15 @@ def test_pytest_env_exported_by_the_session_is_ignored(task) -> None:
         tests, log = run_tests_logged(sandbox, inst)[:2]
     assert verdict(inst, tests) == "unresolved", log[-1500:]
     assert any(tests.get(t) == "FAILED" for t in inst.FAIL_TO_PASS)
+
+
+def test_strict_grading_fails_a_flagged_patch_that_resolves(task) -> None:
+    # gold plus library code the screen flags: recorded with its line; resolved unless grading is strict
+    inst, base = task
+    fixed = base[PACKAGE].replace("\"decimal\": 'x'", '"decimal": ">"')
+    patch = make_patch(base, {PACKAGE: fixed + "\nimport atexit\natexit.register(lambda: None)\n"})
+    lenient = grade(inst, patch, strict=False)
+    assert lenient.status == "resolved", lenient.log[-1500:]
+    assert lenient.flags == [{"path": PACKAGE, "rule": "exit hook", "line": "atexit.register(lambda: None)"}]
+    strict = grade(inst, patch, strict=True)
+    assert strict.status == "unresolved" and strict.reason.startswith(FLAGGED), strict.reason

@@ -59,11 +59,12 @@ def read_channel(text: str) -> Channel:
     """The stream of a reporter (:data:`PYTEST_REPORT_PLUGIN`, ``report_unittest.UNITTEST_REPORTER``).
 
     Only the first announcement counts (the reporter writes it at load, before any code under test runs); then only
-    lines with its nonce, up to its ``end`` line. A test counts as the worst status any of its records reports, so
+    lines with its nonce, up to its ``end`` line, which counts the records the reporter wrote (a different number:
+    someone else wrote with its nonce, ``tampered``). A test counts as the worst status any of its records reports, so
     a forged early ``PASSED`` does not outweigh the real ``FAILED``. ``tampered`` records (the reporter saw the
     runner changed under it) are kept. Other lines (and malformed records) are ignored.
     """
-    channel, prefix = Channel(), None
+    channel, prefix, seen = Channel(), None, 0
     for line in text.split("\n"):
         line = line.rstrip("\r")
         if prefix is None:
@@ -73,9 +74,14 @@ def read_channel(text: str) -> Channel:
         if not line.startswith(prefix):
             continue
         status, _, word = line[len(prefix) :].partition(" ")
-        if status == "end" and not word:
+        if status == "end":  # the reporter's count of its records: one more or less was not written by it
             channel.ended = True
+            if word != str(seen):
+                channel.tampered.append(
+                    f"records written beside the reporter ({seen} seen, it wrote {word or '?'})"
+                )
             return channel
+        seen += 1
         try:
             nodeid = word.encode("ascii").decode("unicode_escape")
         except UnicodeError:

@@ -11,7 +11,9 @@ ASCII) per finished test and ``@swe-srl NONCE end`` at session end.
 Tampering is reported, never trusted (``@swe-srl NONCE tampered WHAT``): at every test's end and at session end
 the implementations of the hooks that run and report tests (``pytest_runtest_*``, ``pytest_pyfunc_call``,
 ``pytest_report_teststatus``, ``pytest_sessionfinish``) must be those of session start, apart from conftest
-modules (the base commit's: a patch's are dropped) and the plugins their ``pytest_plugins`` name; the plugin
+modules (the base commit's: a patch's are dropped) and the plugins their ``pytest_plugins`` name; an xfail
+(which counts as passing) raised by ``pytest.xfail()`` from a file under the rootdir that is not a test file
+(``_TEST_PATH``, written before the source like ``_FIFO``) is the code under test's doing; the plugin
 manager's own callables and the functions of pytest's and pluggy's runner, report and call machinery must be the
 same objects; a report whose call raised must not say ``passed`` (xfail aside); and only this module's own
 functions may write records. Imports nothing beyond ``os``, ``sys`` and pytest (already loaded), so modules a patch
@@ -27,6 +29,7 @@ import _pytest.hookspec as _hookspec
 _NONCE = _os.urandom(12).hex()
 _UNSET = _os.environ.pop("SWE_SRL_UNSET", "").split()
 _FIFO = globals().get("_FIFO", "")
+_TEST_PATH = globals().get("_TEST_PATH", "")
 _GUARDED = ("pytest_runtest_", "pytest_pyfunc_call", "pytest_report_teststatus", "pytest_sessionfinish")
 _CRITICAL = (
     ("_pytest.runner", None), ("_pytest.runner", "CallInfo"), ("_pytest.reports", "TestReport"),
@@ -56,6 +59,7 @@ def _channel():
 
 
 _FD = _channel()
+_sent = [0]
 _results = {}
 _pending = []
 _state = {}
@@ -70,6 +74,8 @@ def _send(*words):
     if _FD >= 0:
         try:
             _os.write(_FD, ("@swe-srl " + _NONCE + " " + " ".join(words) + "\\n").encode())
+            if words[0] not in ("start", "end"):
+                _sent[0] += 1
         except OSError:
             pass
 
@@ -154,9 +160,30 @@ def pytest_sessionstart(session):
     _state.update(pm=pm, config=session.config, hooks=_hooks(pm), machinery=_machinery(pm))
 
 
+def _xfail_caller(item, excinfo):
+    # the file that called pytest.xfail(): under the rootdir and not a test file, it is the code under test
+    if not _TEST_PATH or excinfo is None or type(excinfo.value).__name__ != "XFailed":
+        return None
+    caller, tb = None, excinfo.tb
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        caller = caller if "_pytest" in name.split(_os.sep) else name
+        tb = tb.tb_next
+    root = str(getattr(item.config, "rootpath", None) or item.config.rootdir)
+    if caller and caller.startswith(root + _os.sep):
+        import re
+
+        if not re.search(_TEST_PATH, caller[len(root) + 1 :]):
+            return caller
+    return None
+
+
 @_pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item, call):
     _raised[(item.nodeid, call.when)] = call.excinfo is not None
+    caller = _xfail_caller(item, call.excinfo)
+    if caller:
+        _tampered("xfail raised by the code under test (" + caller + "): " + item.nodeid)
 
 
 def pytest_runtest_logreport(report):
@@ -195,5 +222,5 @@ def pytest_sessionfinish(session):
     for nodeid in _pending:
         _flush(nodeid)
     del _pending[:]
-    _send("end")
+    _send("end", str(_sent[0]))
 """

@@ -33,7 +33,7 @@ TAMPERED = "runner tampered"
 FLAGGED = "flagged by the patch screen (strict grading)"
 STRICT_ENV = "SWE_SRL_STRICT_GRADING"
 """Set (non-empty, not ``0``) by ``swe-srl eval --strict-grading``: ``grade``'s default for ``strict``."""
-_TEST_PATH = re.compile(
+TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$|(^|/)(pytest|tox)\.ini$"
     r"|(^|/)runtests\.py$|^bin/test$"
 )
@@ -75,7 +75,7 @@ class GradeResult:
 
 def is_test_file(path: str, instance: Instance) -> bool:
     """Whether a model patch may not touch ``path`` (a test file of the instance or any test-looking path)."""
-    return path in patch_paths(instance.test_patch) or bool(_TEST_PATH.search(path))
+    return path in patch_paths(instance.test_patch) or bool(TEST_PATH.search(path))
 
 
 def strip_test_edits(instance: Instance, patch: str) -> tuple[str, list[str]]:

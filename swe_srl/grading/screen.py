@@ -52,6 +52,12 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\baddSuccess\b|\bstopTestRun\b"
         ),
     ),
+    (
+        "test outcome raised by library code",
+        re.compile(
+            r"\bpytest\s*\.\s*(xfail|skip|fail|exit)\s*(\.\s*Exception\s*)?\(|\bXFail(ed)?\b|\bSkipTest\b"
+        ),
+    ),
     ("our reporter", re.compile(r"swe[-_]srl|SWE_SRL|@swe-srl")),
 )
 _PYTEST_REPO = "pytest-dev/pytest"

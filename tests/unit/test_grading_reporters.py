@@ -174,3 +174,21 @@ def test_rewritten_commands_parse_as_bash() -> None:
         "PYTHONHASHSEED=" in scripts[3] and "PYTHONWARNINGS='x' python /tmp/d/r.py bin/test -C" in scripts[3]
     )
     assert "python /tmp/d/r.py -m unittest -v t" in scripts[4]
+
+
+@pytest.mark.parametrize("where", ["package", "test"])
+def test_pytest_plugin_reports_an_xfail_raised_by_the_code_under_test(tmp_path: Path, where: str) -> None:
+    # an xfail counts as passing: raised by the package (not a test file), it is the patch's doing
+    from swe_srl.benchmark.verdicts import TEST_PATH
+
+    package = "import pytest\n\ndef add(a, b):\n    pytest.xfail('later')\n" if where == "package" else "def add(a, b):\n    return a - b\n"  # fmt: skip
+    test = "import pkg, pytest\n\ndef test_add():\n    " + ("pytest.xfail('known')\n" if where == "test" else "assert pkg.add(1, 2) == 3\n")  # fmt: skip
+    (tmp_path / "pkg.py").write_text(package)
+    (tmp_path / "test_x.py").write_text(test)
+    (tmp_path / "swe_srl_report_t.py").write_text(
+        f"_TEST_PATH = {TEST_PATH.pattern!r}\n" + PYTEST_REPORT_PLUGIN
+    )
+    cmd = [sys.executable, "-m", "pytest", "-p", "swe_srl_report_t", "-p", "no:cacheprovider", "test_x.py"]
+    channel, out = run_with_channel(cmd, tmp_path, {"PYTHONPATH": str(tmp_path)})
+    assert channel.ended and channel.statuses == {"test_x.py::test_add": "XFAIL"}, out[-1500:]
+    assert bool(channel.tampered) == (where == "package"), channel.tampered

@@ -44,6 +44,8 @@ def task(repo: str = "astanin/python-tabulate") -> Instance:
         ("unittest.result.TestResult.addFailure = ok", "unittest or sympy runner internals"),
         ("r.PyTestReporter.test_fail = r.PyTestReporter.test_pass", "unittest or sympy runner internals"),
         ("os.environ.get('SWE_SRL_REPORT')", "our reporter"),
+        ("pytest.xfail('not today')", "test outcome raised by library code"),
+        ("raise XFail", "test outcome raised by library code"),
     ],
 )
 def test_library_code_reaching_into_the_runner_is_flagged(line: str, rule: str) -> None:

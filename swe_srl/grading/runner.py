@@ -7,18 +7,22 @@ may not use to steer the run in ``grading/neutralize.py``. What a ``grade`` guar
   control files (``.pytest.ini``, ``pytest.toml``, ``sitecustomize``/``usercustomize``, ``*.pth``, egg-info entry
   points, new stdlib/pytest-named top-level modules) are dropped from the patch; the pytest sections of
   ``pyproject.toml``/``setup.cfg`` anywhere in the tree are put back to the base commit's, other edits stay;
-* pytest (commands starting ``pytest`` / ``python -m pytest``) runs with ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS``
-  unset, entry-point autoloading off and the pytest11 plugins installed *before* the patch loaded by ``-p``, and
-  ``-p no:cacheprovider``; our report plugin is loaded first, under a random name;
-* statuses come only from that plugin's records, streamed as each test finishes over a descriptor (fd 3, dup()ed
-  and closed at plugin load, before conftests and collection) to this process: a nonce the plugin draws is
-  announced first, only records with it count, a test counts as its worst record, nothing after the session-end
-  record counts, and no session end means no statuses. So printed ``PASSED`` lines, fake records on any descriptor
-  without the nonce, exit hooks, and rewriting or truncating files after the fact change nothing.
+* the test command carries our reporter (``grading/commands.py``: the pytest plugin for pytest and sphinx's tox, the
+  unittest reporter for django's ``tests/runtests.py`` and ``python -m unittest``, the same hooking sympy's
+  ``bin/test`` runner), loaded before any code under test; pytest runs with ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS``
+  unset, entry-point autoloading off and the pytest11 plugins installed *before* the patch loaded by ``-p``;
+* statuses come only from the reporter's records, streamed as each test finishes over a channel (fd 3, or a FIFO
+  under tox) to this process (``grading/channel.py``): a nonce the reporter draws is announced first, only
+  records with it count, a test counts as its worst record, nothing after the session-end record counts, that
+  record counts the reporter's own records, and no session end means no statuses. So printed pass lines, fake
+  records, exit hooks, and rewriting or truncating files after the fact change nothing; the runner's output is
+  parsed only as a cross-check (``GradeResult.cross_check``);
+* a run in which the reporter saw the runner tampered with (hooks, runner functions, reports that contradict their
+  exception, records it did not write) is unresolved, reason ``runner tampered``;
+* the patch screen's flags (``grading/screen.py``) are recorded, and make a patch unresolved under strict grading.
 
-Not guaranteed: code of the package under test runs *inside* pytest (the tests import it) and can rewrite pytest,
-the plugin or its descriptor in-process; pytest-dev/pytest's instances patch the runner itself; runners other than
-pytest (django, sympy, sphinx's tox) are parsed from stdout, which the code under test writes.
+Not guaranteed: code of the package under test runs *inside* the runner's process and can still, aimed at our
+reporter in particular, rewrite it; pytest-dev/pytest's instances patch the runner itself (docs/grading.md).
 """
 
 from __future__ import annotations

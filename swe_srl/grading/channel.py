@@ -59,9 +59,8 @@ def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[
     if kind == "pytest":
         sandbox.write_file(f"{plugin_dir}/{module}.py", _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
         return pytest_script(command, module, plugin_dir, log, setup), log, (plugin_dir,)
-    if (
-        kind == "tox"
-    ):  # tox passes pytest neither our descriptor nor our environment: the plugin sits in the cwd
+    if kind == "tox":
+        # tox passes pytest neither our descriptor nor our environment: the plugin sits in the cwd
         fifo = f"{plugin_dir}/channel"
         sandbox.run(f"mkdir -p {plugin_dir} && chmod 700 {plugin_dir}")
         sandbox.write_file(f"{module}.py", f"_FIFO = {fifo!r}\n" + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
@@ -72,6 +71,7 @@ def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[
 
 
 def disagreements_of(instance: Instance, tests: dict[str, str], log: str) -> tuple[str, ...]:
+    """FAIL_TO_PASS/PASS_TO_PASS ids the stdout parser and the channel disagree on (pass vs not)."""
     parsed = parser_for(instance.repo)(log)
     return tuple(
         f"{t}: channel {tests.get(t, 'none')}, stdout {parsed[t]}"
@@ -81,6 +81,8 @@ def disagreements_of(instance: Instance, tests: dict[str, str], log: str) -> tup
 
 
 def statuses(channel: Channel, instance: Instance, aliases: bool) -> dict[str, str]:
+    """The run's statuses: none without a session end, all ``ERROR`` when tampered; ``aliases``: pytest node ids
+    also under the ids SWE-bench's lists use."""
     tests = dict(channel.statuses) if channel.ended else {}  # no session end: nothing counts as passed
     if aliases:
         for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space

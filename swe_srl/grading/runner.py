@@ -123,10 +123,11 @@ def run_tests_logged(
     _apply_test_patch(sandbox, instance)
     command = test_command(instance)
     prelude = " && ".join(["cd /testbed", *eval_prelude(instance)])
-    if runner_kind(command) is None:
+    kind = runner_kind(command)
+    if kind is None:
         result = sandbox.run(f"{prelude}; {command}", timeout=timeout)
         return TestRun(parser_for(instance.repo)(result.output), result.output, result.timed_out)
-    if runner_kind(command) == "pytest":
+    if kind == "pytest":
         setup = setup or probe_pytest(sandbox, instance)
     script, log, remove = channel_script(sandbox, command, setup or PytestSetup())
     result = sandbox.run(f"{prelude}; {script}", timeout=timeout)
@@ -140,8 +141,8 @@ def run_tests_logged(
         notes.append("[swe-srl: no test records (the runner did not reach its session end)]")
     notes += [f"[swe-srl: runner tampered: {what}]" for what in channel.tampered]
     log_text = "\n".join(filter(None, ["\n".join(notes[:60]), read_log(sandbox, log, *remove)]))
-    tests = statuses(channel, instance, aliases)
-    if runner_kind(command) == "pytest" and not channel.tampered:
+    tests = statuses(channel, instance, aliases and kind in ("pytest", "tox"))
+    if kind in ("pytest", "tox") and not channel.tampered:
         tests.update(stray_statuses(instance, tests, log_text))
     disagreements = disagreements_of(instance, tests, log_text)
     if disagreements:

@@ -84,3 +84,24 @@ def test_no_gold_patch_of_verified_is_flagged() -> None:
     assert len(instances) == 500
     flagged = {i.instance_id: [str(f) for f in screen_patch(i, i.patch)] for i in instances}
     assert {k: v for k, v in flagged.items() if v} == {}
+
+
+def test_strict_grading_is_the_environment_s_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `swe-srl eval --strict-grading` sets $SWE_SRL_STRICT_GRADING for the process and its workers
+    from swe_srl.benchmark.verdicts import FLAGGED, STRICT_ENV, GradeResult
+    from swe_srl.grading.runner import _strict
+
+    def flagged() -> GradeResult:
+        flag = {"path": "p.py", "rule": "exit hook", "line": "atexit.register(f)"}
+        return GradeResult("i", "resolved", flags=[flag])
+
+    monkeypatch.delenv(STRICT_ENV, raising=False)
+    assert _strict(flagged(), None).status == "resolved"
+    assert _strict(GradeResult("i", "resolved"), True).status == "resolved"  # nothing flagged
+    monkeypatch.setenv(STRICT_ENV, "1")
+    result = _strict(flagged(), None)
+    assert (
+        result.status == "unresolved"
+        and result.reason == f"{FLAGGED} (1): p.py: exit hook: atexit.register(f)"
+    )
+    assert _strict(flagged(), False).status == "resolved"  # an explicit choice wins

@@ -16,7 +16,8 @@ runner's session end; nothing after it is written:
   gave; the session ends at ``finish``.
 
 Tampering is reported (``@swe-srl NONCE tampered WHAT``): at every test and at the end the runner's classes must
-hold the same methods as when they were hooked, a success must not be reported while the test's outcome says it
+hold the same methods as when they were hooked (methods added since, such as compatibility aliases, are not
+looked at), a success must not be reported while the test's outcome says it
 failed or an exception is being handled, and only this module may write records. Python 3.5 syntax.
 """
 
@@ -85,7 +86,8 @@ def _watch(owner):
 
 def _check(where):
     for owner, seen in _watched:
-        if _methods(owner) != seen:
+        now = _methods(owner)
+        if any(now.get(name) != value for name, value in seen.items()):
             _tampered("runner " + owner.__module__ + "." + owner.__name__ + " changed at " + where)
 
 

@@ -2,8 +2,9 @@
 
 The swebench package's per-repo parsers (django, sympy, matplotlib, seaborn...) are used when it is installed;
 the pytest ``-rA`` parser below is ours and is the default for every other repo (bundled suites included).
-For pytest runs, the records streamed by our plugin (:data:`PYTEST_REPORT_PLUGIN`, parsed by :func:`parse_report`)
-replace stdout parsing: see ``grading/runner.py`` for what they guarantee and docs/grading.md for what they do not.
+For the runners grading knows (pytest, unittest/django, sympy's ``bin/test``), the records streamed by our reporters
+(``report_pytest``, ``report_unittest``; read by :func:`read_channel`) replace stdout parsing, which stays only as a
+cross-check: see ``grading/runner.py`` for what they guarantee and docs/grading.md for what they do not.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from swe_srl.benchmark.report_pytest import PYTEST_REPORT_PLUGIN as PYTEST_REPORT_PLUGIN
 from swe_srl.benchmark.specs import import_swebench
 from swe_srl.errors import TaskError
 
@@ -43,15 +46,25 @@ _RECORD_RANK = {PASSED: 0, XFAIL: 1, SKIPPED: 2, FAILED: 3, ERROR: 4}
 _ANNOUNCE = re.compile(r"@swe-srl ([0-9a-f]{24}) start")
 
 
-def parse_report(text: str) -> dict[str, str]:
-    """Statuses from the output of :data:`PYTEST_REPORT_PLUGIN` (``{}`` unless the run reached session end).
+@dataclass
+class Channel:
+    """What a reporter's stream says: per-test statuses, whether the session reached its end, and tampering."""
 
-    Only the first announcement counts (the plugin writes it at load, before any code under test runs); then only
-    lines with its nonce, up to its ``end`` line. A test counts as the worst status any of its records reports, so
-    a forged early ``PASSED`` does not outweigh the real ``FAILED``. Other lines (and malformed records) are ignored.
+    statuses: dict[str, str] = field(default_factory=dict)
+    ended: bool = False
+    tampered: list[str] = field(default_factory=list)
+
+
+def read_channel(text: str) -> Channel:
+    """The stream of a reporter (:data:`PYTEST_REPORT_PLUGIN`, ``report_unittest.UNITTEST_REPORTER``).
+
+    Only the first announcement counts (the reporter writes it at load, before any code under test runs); then only
+    lines with its nonce, up to its ``end`` line, which counts the records the reporter wrote (a different number:
+    someone else wrote with its nonce, ``tampered``). A test counts as the worst status any of its records reports, so
+    a forged early ``PASSED`` does not outweigh the real ``FAILED``. ``tampered`` records (the reporter saw the
+    runner changed under it) are kept. Other lines (and malformed records) are ignored.
     """
-    results: dict[str, str] = {}
-    prefix = None
+    channel, prefix, seen = Channel(), None, 0
     for line in text.split("\n"):
         line = line.rstrip("\r")
         if prefix is None:
@@ -61,15 +74,31 @@ def parse_report(text: str) -> dict[str, str]:
         if not line.startswith(prefix):
             continue
         status, _, word = line[len(prefix) :].partition(" ")
-        if status == "end" and not word:
-            return results
+        if status == "end":  # the reporter's count of its records: one more or less was not written by it
+            channel.ended = True
+            if word != str(seen):
+                channel.tampered.append(
+                    f"records written beside the reporter ({seen} seen, it wrote {word or '?'})"
+                )
+            return channel
+        seen += 1
         try:
             nodeid = word.encode("ascii").decode("unicode_escape")
         except UnicodeError:
             continue
-        if status in _RECORD_RANK and _RECORD_RANK[status] > _RECORD_RANK.get(results.get(nodeid, ""), -1):
-            results[nodeid] = status
-    return {}
+        if status == "tampered":
+            channel.tampered.append(nodeid)
+        elif status in _RECORD_RANK and _RECORD_RANK[status] > _RECORD_RANK.get(
+            channel.statuses.get(nodeid, ""), -1
+        ):
+            channel.statuses[nodeid] = status
+    return channel
+
+
+def parse_report(text: str) -> dict[str, str]:
+    """Statuses from a reporter's stream (:func:`read_channel`); ``{}`` unless the run reached session end."""
+    channel = read_channel(text)
+    return channel.statuses if channel.ended else {}
 
 
 @functools.cache
@@ -106,87 +135,3 @@ def official_aliases(repo: str, results: dict[str, str]) -> dict[str, str]:
             if key != nodeid and _RECORD_RANK.get(status, 0) >= _RECORD_RANK.get(aliases.get(key, ""), -1):
                 aliases[key] = status
     return aliases
-
-
-# Loaded first with `pytest -p <random name>`. At import (before conftests, collection and pytest's fd capture) it
-# takes the channel: the descriptor named by $SWE_SRL_CHANNEL_FD (dup()ed, the original closed, so subprocesses do
-# not inherit it) or the file $SWE_SRL_REPORT (host runs, trusted). It announces a nonce of its own, then writes
-# one "@swe-srl NONCE STATUS NODEID" line (unicode_escape'd: one line, ASCII) per finished test and "@swe-srl NONCE end" at session end.
-# Imports nothing beyond os and pytest's hookspec (already loaded), so modules a patch adds cannot shadow them.
-PYTEST_REPORT_PLUGIN = """\
-import os as _os
-import _pytest.hookspec as _hookspec
-
-_NONCE = _os.urandom(12).hex()
-_UNSET = _os.environ.pop("SWE_SRL_UNSET", "").split()
-
-
-def _channel():
-    path = _os.environ.pop("SWE_SRL_REPORT", "")
-    number = _os.environ.pop("SWE_SRL_CHANNEL_FD", "")
-    if path:
-        return _os.open(path, _os.O_WRONLY | _os.O_CREAT | _os.O_TRUNC | _os.O_APPEND, 0o600)
-    try:
-        fd = _os.dup(int(number))
-        _os.close(int(number))
-        return fd
-    except (ValueError, OSError):
-        return -1  # no channel here (an xdist worker inherits the environment, not the descriptor)
-
-
-_FD = _channel()
-_results = {}
-_pending = []
-
-
-def _send(*words):
-    if _FD >= 0:
-        try:
-            _os.write(_FD, ("@swe-srl " + _NONCE + " " + " ".join(words) + "\\n").encode())
-        except OSError:
-            pass
-
-
-def _flush(nodeid):
-    if nodeid in _results:
-        _send(_results[nodeid], nodeid.encode("unicode_escape").decode("ascii"))
-
-
-_send("start")
-
-
-def pytest_configure(config):
-    for name in _UNSET:
-        _os.environ.pop(name, None)
-
-
-def pytest_runtest_logreport(report):
-    if report.when == "call" or report.outcome != "passed":
-        if hasattr(report, "wasxfail"):
-            status = "PASSED" if report.outcome == "passed" else "XFAIL"
-        elif report.outcome == "passed":
-            status = "PASSED"
-        elif report.outcome == "skipped":
-            status = "SKIPPED"
-        else:
-            status = "FAILED" if report.when == "call" else "ERROR"
-        if _results.get(report.nodeid) not in ("FAILED", "ERROR"):
-            _results[report.nodeid] = status
-        if report.nodeid not in _pending:
-            _pending.append(report.nodeid)
-
-
-if hasattr(_hookspec, "pytest_runtest_logfinish"):
-
-    def pytest_runtest_logfinish(nodeid):
-        if nodeid in _pending:
-            _pending.remove(nodeid)
-            _flush(nodeid)
-
-
-def pytest_sessionfinish(session):
-    for nodeid in _pending:
-        _flush(nodeid)
-    del _pending[:]
-    _send("end")
-"""

@@ -28,9 +28,17 @@ NO_REFERENCE = (
     "environment or patch: none of FAIL_TO_PASS/PASS_TO_PASS ran, and there is no other patch (empty or gold) "
     "to run them on this image and tell the harness's fault from the patch's"
 )
-_TEST_PATH = re.compile(
+TAMPERED = "runner tampered"
+"""The reason of a run whose reporter saw the test runner changed under it (never resolved)."""
+FLAGGED = "flagged by the patch screen (strict grading)"
+STRICT_ENV = "SWE_SRL_STRICT_GRADING"
+"""Set (non-empty, not ``0``) by ``swe-srl eval --strict-grading``: ``grade``'s default for ``strict``."""
+TEST_PATH = re.compile(
     r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$|(^|/)(pytest|tox)\.ini$"
+    r"|(^|/)runtests\.py$|^bin/test$"
 )
+"""Test files, and the test runners that live in a repository (django's ``tests/runtests.py``, sympy's
+``bin/test`` and ``sympy/utilities/runtests.py``; ``sympy/testing/runtests.py`` is under ``testing/``)."""
 
 
 @dataclass
@@ -46,6 +54,10 @@ class GradeResult:
     """Seconds spent in ``start`` (image + container), ``apply`` and ``tests``."""
     reason: str = ""
     """Why the verdict: ``timeout`` (tests ran over the timeout), ``environment: …``, or which tests did not pass."""
+    flags: list[dict] = field(default_factory=list)
+    """What the patch screen flagged (``grading/screen.py``): path, rule and the added line, for each."""
+    cross_check: list[str] = field(default_factory=list)
+    """FAIL_TO_PASS/PASS_TO_PASS ids on which the stdout parser and our reporter's channel disagree."""
     image: dict = field(default_factory=dict)
     """Provenance of the image graded on: tag, image id, digests, base source, Python (``recipes.image_provenance``),
     and ``cpus``, the CPUs the grading container had (the spec's ``nano_cpus`` capped at the host's, else 1)."""
@@ -57,12 +69,13 @@ class GradeResult:
     def to_dict(self) -> dict:
         return {"instance_id": self.instance_id, "status": self.status, "tests": self.tests,
                 "reverted_test_files": self.reverted_test_files, "timings": self.timings,
-                "reason": self.reason, "image": self.image}  # fmt: skip
+                "reason": self.reason, "flags": self.flags, "cross_check": self.cross_check,
+                "image": self.image}  # fmt: skip
 
 
 def is_test_file(path: str, instance: Instance) -> bool:
     """Whether a model patch may not touch ``path`` (a test file of the instance or any test-looking path)."""
-    return path in patch_paths(instance.test_patch) or bool(_TEST_PATH.search(path))
+    return path in patch_paths(instance.test_patch) or bool(TEST_PATH.search(path))
 
 
 def strip_test_edits(instance: Instance, patch: str) -> tuple[str, list[str]]:

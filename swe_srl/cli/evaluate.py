@@ -3,6 +3,7 @@ SEARCH/REPLACE edits: oracle-edit, agentless) → predictions, report, summary."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -10,6 +11,7 @@ from rich.console import Console
 
 from swe_srl.agent.policies import POLICY_SPECS
 from swe_srl.benchmark.instances import load_instances, select_instances
+from swe_srl.benchmark.verdicts import STRICT_ENV
 from swe_srl.errors import TaskError
 from swe_srl.eval.protocols.oneshot import EDIT_RULES, ONE_SHOT_MAX_NEW_TOKENS, PROTOCOLS
 from swe_srl.eval.protocols.prompts import load_template
@@ -45,6 +47,7 @@ def eval_cmd(
     timeout: float = typer.Option(1800, metavar="S", rich_help_panel=GRADING, help="test command timeout when grading (s)"),
     direct_patch: bool = typer.Option(False, "--direct-patch", rich_help_panel=GRADING, help="gold|empty: grade the patch without an episode"),
     image_source: str = typer.Option(None, "--image-source", metavar="SRC", rich_help_panel=GRADING, help=IMAGE_SOURCES),
+    strict_grading: bool = typer.Option(False, "--strict-grading", rich_help_panel=GRADING, help="a patch the grading screen flags is unresolved (docs/grading.md)"),
     out: Path = typer.Option(..., "-o", "--out", metavar="DIR", rich_help_panel=RUN, help="output folder (resumable)"),
     workers: int = typer.Option(1, metavar="N", rich_help_panel=RUN, help="instances in parallel"),
     ray: str = typer.Option(None, metavar="ADDR", rich_help_panel=RUN, help="run on Ray: auto | ray://host:10001 | host:6379"),
@@ -55,6 +58,8 @@ def eval_cmd(
     """
 
     select_image_source(image_source)
+    if strict_grading:  # for this process and the workers it spawns, as --image-source
+        os.environ[STRICT_ENV] = "1"
     console = Console()
     if max_new_tokens is None:
         max_new_tokens = 1024 if protocol == "agent" else ONE_SHOT_MAX_NEW_TOKENS

@@ -80,6 +80,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         effect_mode: str = "off",
         instances: list[Instance] | None = None,
         warm_pool: WarmPool | None = None,
+        strict_grading: bool = True,
     ) -> None:
         if reward_mode not in REWARD_MODES:
             raise ConfigError(f"reward_mode={reward_mode!r}: choose one of {', '.join(REWARD_MODES)}")
@@ -96,6 +97,8 @@ class SWEEnv(gymnasium.Env[str, str]):
         self.effect_mode = effect_mode
         self._instances = list(instances) if instances is not None else None
         self.warm_pool = warm_pool
+        self.strict_grading = strict_grading
+        """Outcome reward: a patch the grading screen flags is unresolved (docs/grading.md); on by default."""
         self.observation_space = spaces.Text(OBS_MAX_CHARS, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(ACTION_MAX_CHARS, min_length=0, charset=CHARSET)
         self.sandbox: DockerSandbox | None = None
@@ -216,7 +219,7 @@ class SWEEnv(gymnasium.Env[str, str]):
             reward = self._step_reward(text, info["step"], info)
             return "Submitted.", reward, True, False, info
 
-        result = grade(self.instance, self._patch, repos_dir=self._repos_path)
+        result = grade(self.instance, self._patch, repos_dir=self._repos_path, strict=self.strict_grading)
         if result.status == "error":
             raise GradingError(
                 f"grading {self.instance.instance_id} failed (infra, not the patch): {result.log[-2000:]}"

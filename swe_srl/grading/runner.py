@@ -7,35 +7,39 @@ may not use to steer the run in ``grading/neutralize.py``. What a ``grade`` guar
   control files (``.pytest.ini``, ``pytest.toml``, ``sitecustomize``/``usercustomize``, ``*.pth``, egg-info entry
   points, new stdlib/pytest-named top-level modules) are dropped from the patch; the pytest sections of
   ``pyproject.toml``/``setup.cfg`` anywhere in the tree are put back to the base commit's, other edits stay;
-* pytest (commands starting ``pytest`` / ``python -m pytest``) runs with ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS``
-  unset, entry-point autoloading off and the pytest11 plugins installed *before* the patch loaded by ``-p``, and
-  ``-p no:cacheprovider``; our report plugin is loaded first, under a random name;
-* statuses come only from that plugin's records, streamed as each test finishes over a descriptor (fd 3, dup()ed
-  and closed at plugin load, before conftests and collection) to this process: a nonce the plugin draws is
-  announced first, only records with it count, a test counts as its worst record, nothing after the session-end
-  record counts, and no session end means no statuses. So printed ``PASSED`` lines, fake records on any descriptor
-  without the nonce, exit hooks, and rewriting or truncating files after the fact change nothing.
+* the test command carries our reporter (``grading/commands.py``: the pytest plugin for pytest and sphinx's tox, the
+  unittest reporter for django's ``tests/runtests.py`` and ``python -m unittest``, the same hooking sympy's
+  ``bin/test`` runner), loaded before any code under test; pytest runs with ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS``
+  unset, entry-point autoloading off and the pytest11 plugins installed *before* the patch loaded by ``-p``;
+* statuses come only from the reporter's records, streamed as each test finishes over a channel (fd 3, or a FIFO
+  under tox) to this process (``grading/channel.py``): a nonce the reporter draws is announced first, only
+  records with it count, a test counts as its worst record, nothing after the session-end record counts, that
+  record counts the reporter's own records, and no session end means no statuses. So printed pass lines, fake
+  records, exit hooks, and rewriting or truncating files after the fact change nothing; the runner's output is
+  parsed only as a cross-check (``GradeResult.cross_check``);
+* a run in which the reporter saw the runner tampered with (hooks, runner functions, reports that contradict their
+  exception, records it did not write) is unresolved, reason ``runner tampered``;
+* the patch screen's flags (``grading/screen.py``) are recorded, and make a patch unresolved under strict grading.
 
-Not guaranteed: code of the package under test runs *inside* pytest (the tests import it) and can rewrite pytest,
-the plugin or its descriptor in-process; pytest-dev/pytest's instances patch the runner itself; runners other than
-pytest (django, sympy, sphinx's tox) are parsed from stdout, which the code under test writes.
+Not guaranteed: code of the package under test runs *inside* the runner's process and can still, aimed at our
+reporter in particular, rewrite it; pytest-dev/pytest's instances patch the runner itself (docs/grading.md).
 """
 
 from __future__ import annotations
 
-import json
-import re
+import os
 import shlex
 import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
-from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, official_aliases, parse_report, parser_for
+from swe_srl.benchmark.logparse import parser_for, read_channel
 from swe_srl.benchmark.specs import eval_prelude, spec_cpus, test_command
 from swe_srl.benchmark.verdicts import (
     ENV_BUILD,
+    FLAGGED,
+    STRICT_ENV,
+    TAMPERED,
     GradeResult,
     ran_any,
     stray_statuses,
@@ -44,7 +48,10 @@ from swe_srl.benchmark.verdicts import (
 )
 from swe_srl.core.patches import patch_paths
 from swe_srl.errors import ImageBuildError, SweSrlError
+from swe_srl.grading.channel import TestRun, channel_script, disagreements_of, read_log, statuses
+from swe_srl.grading.commands import PytestSetup, runner_kind
 from swe_srl.grading.neutralize import drop_control_files, is_pytest_config, restore_pytest_sections
+from swe_srl.grading.screen import screen_patch
 from swe_srl.grading.timeouts import (
     no_tests_verdict,
     patch_role,
@@ -57,11 +64,6 @@ from swe_srl.infra.recipes import image_provenance, instance_image
 from swe_srl.infra.sandbox.base import Sandbox
 from swe_srl.infra.sandbox.factory import GRADING_TIMEOUT_S, PROFILES, grading_limits, open_sandbox
 
-_PYTEST = re.compile(r"^((?:python3? -m )?pytest)\b")
-CHANNEL_FD = 3
-"""The descriptor the test command gets the report channel on (the plugin dup()s and closes it at load)."""
-LOG_LIMIT = 64_000
-"""Bytes of the test log kept (head and tail), as a sandbox command's output is capped."""
 CHANNEL_LIMIT = 8_000_000
 """Grading's output cap: the channel carries one short line per test."""
 PROBE = """\
@@ -80,32 +82,9 @@ print("@swe-srl-plugins " + json.dumps({"plugins": plugins, "by_name": "consider
 """
 
 
-@dataclass(frozen=True)
-class PytestSetup:
-    """How pytest is started: entry-point autoloading off (when this pytest knows how) and the ``-p`` arguments
-    that load, explicitly, the pytest11 plugins installed when it was probed (before the model patch)."""
-
-    plugin_args: tuple[str, ...] = ()
-    autoload_off: bool = False
-
-    @classmethod
-    def from_probe(cls, output: str) -> PytestSetup:
-        """The setup from the output of :data:`PROBE` (autoloading left alone when it printed nothing)."""
-        line = next((ln for ln in output.splitlines() if ln.startswith("@swe-srl-plugins ")), None)
-        if line is None:
-            return cls()
-        found = json.loads(line.split(" ", 1)[1])
-        names = [
-            name if found["by_name"] else value.split(":")[0].strip() for name, value in found["plugins"]
-        ]
-        return cls(
-            tuple(w for name in dict.fromkeys(names) for w in ("-p", name)), bool(found["autoload_off"])
-        )
-
-
 def probe_pytest(sandbox: Sandbox, instance: Instance) -> PytestSetup | None:
     """The instance's :class:`PytestSetup` as the sandbox is now (None when its test command is not pytest)."""
-    if not _PYTEST.match(test_command(instance)):
+    if runner_kind(test_command(instance)) != "pytest":
         return None
     script = " && ".join(["cd /testbed", *eval_prelude(instance)]) + f"; python -c {shlex.quote(PROBE)}"
     return PytestSetup.from_probe(sandbox.run(script, timeout=300).output)
@@ -116,40 +95,7 @@ def _apply(sandbox: Sandbox, patch: str) -> tuple[bool, str]:
     return result.exit_code == 0, result.output
 
 
-def _pytest_script(command: str, module: str, plugin_dir: str, log: str, setup: PytestSetup) -> str:
-    """``command`` with our plugin loaded first, a clean pytest environment, the log to ``log``, the channel on fd 3."""
-    args = ["-p", module, "-p", "no:cacheprovider", *setup.plugin_args]
-    command = _PYTEST.sub(lambda m: " ".join([m.group(1), *map(shlex.quote, args)]), command, count=1)
-    env = [f"PYTHONPATH={plugin_dir}${{PYTHONPATH:+:$PYTHONPATH}}", f"SWE_SRL_CHANNEL_FD={CHANNEL_FD}"]
-    if setup.autoload_off:
-        env += ["PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", "SWE_SRL_UNSET=PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-    clean = "unset PYTEST_ADDOPTS PYTEST_PLUGINS SWE_SRL_REPORT"
-    return f"( {clean}; export {' '.join(env)}; {command} ) {CHANNEL_FD}>&1 >{log} 2>&1"
-
-
-def _read_log(sandbox: Sandbox, log: str, plugin_dir: str) -> str:
-    half, q = LOG_LIMIT // 2, shlex.quote(log)
-    script = (
-        f'n=$(wc -c < {q} 2>/dev/null || echo 0); if [ "$n" -le {LOG_LIMIT} ]; then cat {q} 2>/dev/null; '
-        f"else head -c {half} {q}; printf '\\n[... swe-srl: %s bytes of the test log dropped ...]\\n' "
-        f"$((n - {2 * half})); tail -c {half} {q}; fi; rm -rf {shlex.quote(plugin_dir)} {q}"
-    )
-    return sandbox.run(script, timeout=300).output
-
-
-def run_tests_logged(
-    sandbox: Sandbox,
-    instance: Instance,
-    timeout: float = 1800,
-    setup: PytestSetup | None = None,
-    aliases: bool = True,
-) -> tuple[dict[str, str], str, bool]:
-    """Apply test_patch (unless applied), run the test command; returns (statuses, log, timed_out).
-
-    ``setup``: how to start pytest (probed now when not given; ``grade`` probes before applying the patch).
-    ``aliases``: also answer for the ids SWE-bench's lists use (cut at the first space, its parser's); off, a
-    pytest run's statuses are keyed by node id only (task synthesis records those).
-    """
+def _apply_test_patch(sandbox: Sandbox, instance: Instance) -> None:
     if instance.test_patch.strip():
         check = sandbox.run(
             "git apply --check -R - <<'SWE_SRL_EOF'\n" + instance.test_patch + "\nSWE_SRL_EOF"
@@ -158,43 +104,55 @@ def run_tests_logged(
             ok, out = _apply(sandbox, instance.test_patch)
             if not ok:
                 raise SweSrlError(f"{instance.instance_id}: the test_patch does not apply: {out}")
+
+
+def run_tests_logged(
+    sandbox: Sandbox,
+    instance: Instance,
+    timeout: float = 1800,
+    setup: PytestSetup | None = None,
+    aliases: bool = True,
+) -> TestRun:
+    """Apply test_patch (unless applied), run the test command; statuses from our reporter's channel.
+
+    ``setup``: how to start pytest (probed now when not given; ``grade`` probes before applying the patch).
+    ``aliases``: also answer for the ids SWE-bench's lists use (cut at the first space, its parser's); off, a
+    pytest run's statuses are keyed by node id only (task synthesis records those). A command no reporter of ours
+    knows is parsed from its output.
+    """
+    _apply_test_patch(sandbox, instance)
     command = test_command(instance)
     prelude = " && ".join(["cd /testbed", *eval_prelude(instance)])
-    if not _PYTEST.match(command):
+    kind = runner_kind(command)
+    if kind is None:
         result = sandbox.run(f"{prelude}; {command}", timeout=timeout)
-        return parser_for(instance.repo)(result.output), result.output, result.timed_out
-    setup = setup or probe_pytest(sandbox, instance) or PytestSetup()
-    token = uuid.uuid4().hex[:12]
-    plugin_dir, module, log = (
-        f"/tmp/.swe_srl_{token}",
-        f"swe_srl_report_{token}",
-        f"/tmp/.swe_srl_{token}.log",
-    )
-    sandbox.write_file(f"{plugin_dir}/{module}.py", PYTEST_REPORT_PLUGIN)
-    result = sandbox.run(
-        f"{prelude}; {_pytest_script(command, module, plugin_dir, log, setup)}", timeout=timeout
-    )
-    tests = parse_report(result.output)  # {} unless pytest reached session end: nothing counts as passed
+        return TestRun(parser_for(instance.repo)(result.output), result.output, result.timed_out)
+    if kind == "pytest":
+        setup = setup or probe_pytest(sandbox, instance)
+    script, log, remove = channel_script(sandbox, command, setup or PytestSetup())
+    result = sandbox.run(f"{prelude}; {script}", timeout=timeout)
+    channel = read_channel(result.output)
     notes = [
         ln for ln in result.output.splitlines() if not ln.startswith("@swe-srl ")
     ]  # the prelude's output
     if result.truncated:
         notes.append("[swe-srl: the report channel overflowed its cap; records in the middle were lost]")
-    if not tests:
-        notes.append("[swe-srl: no test records (pytest did not reach session end)]")
-    log_text = "\n".join(filter(None, ["\n".join(notes[:50]), _read_log(sandbox, log, plugin_dir)]))
-    if aliases:
-        for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
-            tests.setdefault(nodeid.split(" ")[0], status)
-        for key, status in official_aliases(instance.repo, tests).items():  # the ids SWE-bench's parser gives
-            tests.setdefault(key, status)
-    tests.update(stray_statuses(instance, tests, log_text))
-    return tests, log_text, result.timed_out
+    if not channel.ended:
+        notes.append("[swe-srl: no test records (the runner did not reach its session end)]")
+    notes += [f"[swe-srl: runner tampered: {what}]" for what in channel.tampered]
+    log_text = "\n".join(filter(None, ["\n".join(notes[:60]), read_log(sandbox, log, *remove)]))
+    tests = statuses(channel, instance, aliases and kind in ("pytest", "tox"))
+    if kind in ("pytest", "tox") and not channel.tampered:
+        tests.update(stray_statuses(instance, tests, log_text))
+    disagreements = disagreements_of(instance, tests, log_text)
+    if disagreements:
+        log_text += "\n[swe-srl: channel and stdout disagree: " + "; ".join(disagreements[:20]) + "]"
+    return TestRun(tests, log_text, result.timed_out, tuple(channel.tampered), disagreements)
 
 
 def run_tests(sandbox: Sandbox, instance: Instance) -> dict[str, str]:
     """Apply test_patch if not applied, run the test command, parse → ``{test_id: PASSED|FAILED|ERROR|...}``."""
-    return run_tests_logged(sandbox, instance)[0]
+    return run_tests_logged(sandbox, instance).tests
 
 
 def _read(sandbox: Sandbox, path: str) -> str | None:
@@ -220,13 +178,22 @@ def restore_configs(sandbox: Sandbox, base: dict[str, str | None]) -> list[str]:
 
 
 def grade(
-    instance: Instance, model_patch: str, *, repos_dir: Path | None = None, timeout: float = GRADING_TIMEOUT_S
+    instance: Instance,
+    model_patch: str,
+    *,
+    repos_dir: Path | None = None,
+    timeout: float = GRADING_TIMEOUT_S,
+    strict: bool | None = None,
 ) -> GradeResult:
-    """Grade ``model_patch`` in a fresh container from the instance image (see module doc for statuses)."""
+    """Grade ``model_patch`` in a fresh container from the instance image (see module doc for statuses).
+
+    ``strict``: a patch the screen flags (``grading/screen.py``) is unresolved; None: ``$SWE_SRL_STRICT_GRADING``
+    (set by ``swe-srl eval --strict-grading``). Flags are recorded in ``result.flags`` either way."""
     result = GradeResult(instance.instance_id, "error")
     patch, result.reverted_test_files = strip_test_edits(instance, model_patch)
     patch, controls = drop_control_files(patch)
     result.reverted_test_files += controls
+    result.flags = [f.to_dict() for f in screen_patch(instance, patch)]
     clock, timed_out = time.perf_counter(), False
     try:
         tag = instance_image(instance, repos_dir=repos_dir)
@@ -253,7 +220,9 @@ def grade(
             result.reverted_test_files += restore_configs(sandbox, base)
             result.timings["apply"] = time.perf_counter() - clock - result.timings["start"]
             clock = time.perf_counter()
-            result.tests, result.log, timed_out = run_tests_logged(sandbox, instance, timeout, setup)
+            run = run_tests_logged(sandbox, instance, timeout, setup)
+            result.tests, result.log, timed_out = run.tests, run.log, run.timed_out
+            result.cross_check = list(run.disagreements)
             result.timings["tests"] = time.perf_counter() - clock
             result.status = "error" if timed_out else verdict(instance, result.tests)
             if result.status == "unresolved":
@@ -261,6 +230,9 @@ def grade(
     except SweSrlError as exc:
         result.status, result.log = "error", f"{type(exc).__name__}: {exc}"
         return result
+    if run.tampered:  # never resolved, whatever the statuses said
+        result.status, result.reason = "unresolved", f"{TAMPERED}: {'; '.join(run.tampered)[:500]}"
+        return _strict(result, strict)
     role = patch_role(instance, model_patch, patch)
     reference = lambda other: grade(instance, other, repos_dir=repos_dir, timeout=timeout)  # noqa: E731
     note = ""
@@ -271,4 +243,16 @@ def grade(
         if not ran_any(instance, result.tests):  # the patch's fault unless no reference patch runs any either
             result.status, result.reason, note = no_tests_verdict(instance, tag, role, reference)
     result.log += note
+    return _strict(result, strict)
+
+
+def _strict(result: GradeResult, strict: bool | None) -> GradeResult:
+    """``result``, unresolved when strict grading is on and the patch screen flagged the patch."""
+    if strict is None:
+        strict = os.environ.get(STRICT_ENV, "") not in ("", "0")
+    if strict and result.flags and result.status == "resolved":
+        result.status = "unresolved"
+        result.reason = f"{FLAGGED} ({len(result.flags)}): " + "; ".join(
+            f"{f['path']}: {f['rule']}: {f['line'].strip()[:120]}" for f in result.flags[:3]
+        )
     return result

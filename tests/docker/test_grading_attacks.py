@@ -1,7 +1,8 @@
 """Grading attacks on a bundled task: patches that leave the bug in place and try to forge the verdict instead.
 
 Every attack must grade ``unresolved`` while the gold patch (alone, or with legitimate config edits) still
-resolves. The two in-process attacks that still succeed are xfail(strict) with the reason (see docs/grading.md).
+resolves; the ones that reach into the running pytest from the package's own code must be caught as tampering
+(reason ``runner tampered``) and flagged by the patch screen (docs/grading.md).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import difflib
 import pytest
 
 from swe_srl.benchmark.instances import load_instances
-from swe_srl.benchmark.verdicts import verdict
+from swe_srl.benchmark.verdicts import FLAGGED, TAMPERED, verdict
 from swe_srl.grading.runner import grade, run_tests_logged
 from swe_srl.infra.sandbox.factory import open_sandbox
 
@@ -138,10 +139,45 @@ def attack_files(name: str, inst, base) -> dict[str, str]:
             "_r.TestReport.__init__ = _forged\n"
         )
         return in_package(base, patch)
-    raise AssertionError(name)
+    return in_package(base, IN_PROCESS_ATTACKS[name])
 
 
-IN_PROCESS = "in-process: the package under test runs inside pytest and can rewrite it (docs/grading.md)"
+IN_PROCESS_ATTACKS = {  # the package, imported by the tests inside pytest, reaches into the runner
+    "hook wrapper registered through gc": (
+        "import gc as _gc, pytest as _pt\n"
+        "class _Forge:\n"
+        "    @_pt.hookimpl(hookwrapper=True)\n"
+        "    def pytest_runtest_makereport(self, item, call):\n"
+        "        outcome = yield\n"
+        "        outcome.get_result().outcome = 'passed'\n"
+        "for _o in _gc.get_objects():\n"
+        "    if type(_o).__name__ == 'PytestPluginManager':\n"
+        "        _o.register(_Forge())\n"
+    ),
+    "hook implementation inserted into the hook's list": (
+        "import gc as _gc\n"
+        "def _forge(report):\n"
+        "    report.outcome = 'passed'\n"
+        "for _o in _gc.get_objects():\n"
+        "    if type(_o).__name__ == 'PytestPluginManager':\n"
+        "        _caller = _o.hook.pytest_runtest_logreport\n"
+        "        _impl = _caller.get_hookimpls()[0]\n"
+        "        _fake = type(_impl)(None, '_forge', _forge, {'tryfirst': True, 'hookwrapper': False,\n"
+        "                            'optionalhook': False, 'trylast': False, 'wrapper': False})\n"
+        "        _caller._hookimpls.append(_fake) if hasattr(_caller, '_hookimpls') else _caller._nonwrappers.append(_fake)\n"
+    ),
+    "Function.runtest swallows failures": (
+        "import _pytest.python as _p\n_run = _p.Function.runtest\n"
+        "def _runtest(self):\n    try:\n        _run(self)\n    except AssertionError:\n        pass\n"
+        "_p.Function.runtest = _runtest\n"
+    ),
+    "descriptors taken over with dup2": (
+        "import os as _os\n_null = _os.open(_os.devnull, _os.O_WRONLY)\n"
+        "for _fd in map(int, _os.listdir('/proc/self/fd')):\n"
+        "    if _fd > 2 and _fd != _null:\n"
+        "        try: _os.dup2(_null, _fd)\n        except OSError: pass\n"
+    ),
+}
 ATTACKS = [
     "addopts in pyproject.toml",
     "addopts in .pytest.ini",
@@ -155,9 +191,12 @@ ATTACKS = [
     "atexit rewrites the report",
     "fake records on every fd at import",
     "printed PASSED lines",
-    pytest.param("plugin's nonce used in process", marks=pytest.mark.xfail(strict=True, reason=IN_PROCESS)),
-    pytest.param("_pytest monkeypatched at import", marks=pytest.mark.xfail(strict=True, reason=IN_PROCESS)),
+    "plugin's nonce used in process",
+    "_pytest monkeypatched at import",
+    *IN_PROCESS_ATTACKS,
 ]
+TAMPERING = {"plugin's nonce used in process", "_pytest monkeypatched at import", "hook wrapper registered through gc",
+             "hook implementation inserted into the hook's list", "Function.runtest swallows failures"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ATTACKS)
@@ -166,6 +205,10 @@ def test_attack_is_not_resolved(task, name: str) -> None:
     result = grade(inst, make_patch(base, attack_files(name, inst, base)))
     assert result.status == "unresolved", result.log[-1500:]
     assert any(result.tests.get(t) != "PASSED" for t in inst.FAIL_TO_PASS)
+    if name in TAMPERING:  # caught by the reporter, not only by the tests failing
+        assert result.reason.startswith(TAMPERED), result.reason
+    if name in IN_PROCESS_ATTACKS or name in TAMPERING:  # and flagged by the patch screen
+        assert result.flags, name
 
 
 def test_gold_with_legitimate_config_edits_resolves(task) -> None:
@@ -191,6 +234,18 @@ def test_pytest_env_exported_by_the_session_is_ignored(task) -> None:
         )
         sandbox.run("source /root/.forge_env")
         assert "forge_plugin" in sandbox.run("echo $PYTEST_ADDOPTS").output
-        tests, log, _ = run_tests_logged(sandbox, inst)
+        tests, log = run_tests_logged(sandbox, inst)[:2]
     assert verdict(inst, tests) == "unresolved", log[-1500:]
     assert any(tests.get(t) == "FAILED" for t in inst.FAIL_TO_PASS)
+
+
+def test_strict_grading_fails_a_flagged_patch_that_resolves(task) -> None:
+    # gold plus library code the screen flags: recorded with its line; resolved unless grading is strict
+    inst, base = task
+    fixed = base[PACKAGE].replace("\"decimal\": 'x'", '"decimal": ">"')
+    patch = make_patch(base, {PACKAGE: fixed + "\nimport atexit\natexit.register(lambda: None)\n"})
+    lenient = grade(inst, patch, strict=False)
+    assert lenient.status == "resolved", lenient.log[-1500:]
+    assert lenient.flags == [{"path": PACKAGE, "rule": "exit hook", "line": "atexit.register(lambda: None)"}]
+    strict = grade(inst, patch, strict=True)
+    assert strict.status == "unresolved" and strict.reason.startswith(FLAGGED), strict.reason

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, parse_report
+from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, parse_report, read_channel
 from swe_srl.grading.runner import PROBE, PytestSetup
 
 N = "ab" * 12
@@ -59,7 +59,28 @@ START, END = f"@swe-srl {N} start\n", f"@swe-srl {N} end\n"
     ],
 )
 def test_parse_report(stream: str, expected: dict[str, str]) -> None:
-    assert parse_report(stream) == expected
+    assert parse_report(with_counts(stream)) == expected
+
+
+def with_counts(stream: str) -> str:
+    """``stream`` with each ``end`` of nonce N carrying the count of N's records before it, as the plugin writes."""
+    out, count = [], 0
+    for line in stream.splitlines(keepends=True):
+        if line == END:
+            line = f"@swe-srl {N} end {count}\n"
+        elif line.startswith(f"@swe-srl {N} ") and line != START:
+            count += 1
+        out.append(line)
+    return "".join(out)
+
+
+def test_records_written_beside_the_reporter_are_tampering() -> None:
+    # a record with the nonce that the reporter did not write makes its count wrong
+    honest = START + rec("FAILED", "t.py::a") + f"@swe-srl {N} end 1\n"
+    assert read_channel(honest).statuses == {"t.py::a": "FAILED"} and not read_channel(honest).tampered
+    forged = START + rec("FAILED", "t.py::a") + rec("PASSED", "t.py::a") + f"@swe-srl {N} end 1\n"
+    assert read_channel(forged).tampered == ["records written beside the reporter (2 seen, it wrote 1)"]
+    assert read_channel(START + END).tampered  # an end without a count is not the reporter's
 
 
 TESTS = """\

@@ -1,0 +1,94 @@
+"""The report channel of a test run: where our reporter goes, how its stream becomes statuses, and the stdout
+cross-check (``grading/runner.py: run_tests_logged`` runs the command; docs/grading.md says what it guarantees)."""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+from typing import NamedTuple
+
+from swe_srl.benchmark.instances import Instance
+from swe_srl.benchmark.logparse import (
+    PASSING,
+    PYTEST_REPORT_PLUGIN,
+    Channel,
+    official_aliases,
+    parser_for,
+)
+from swe_srl.benchmark.report_unittest import UNITTEST_REPORTER
+from swe_srl.benchmark.verdicts import TEST_PATH
+from swe_srl.grading.commands import PytestSetup, pytest_script, reporter_script, runner_kind, tox_script
+from swe_srl.infra.sandbox.base import Sandbox
+
+_TEST_PATH_LINE = f"_TEST_PATH = {TEST_PATH.pattern!r}\n"
+LOG_LIMIT = 64_000
+"""Bytes of the test log kept (head and tail), as a sandbox command's output is capped."""
+
+
+def read_log(sandbox: Sandbox, log: str, *remove: str) -> str:
+    half, q = LOG_LIMIT // 2, shlex.quote(log)
+    script = (
+        f'n=$(wc -c < {q} 2>/dev/null || echo 0); if [ "$n" -le {LOG_LIMIT} ]; then cat {q} 2>/dev/null; '
+        f"else head -c {half} {q}; printf '\\n[... swe-srl: %s bytes of the test log dropped ...]\\n' "
+        f"$((n - {2 * half})); tail -c {half} {q}; fi; rm -rf {' '.join(map(shlex.quote, remove))} {q}"
+    )
+    return sandbox.run(script, timeout=300).output
+
+
+class TestRun(NamedTuple):
+    """What a test command gave: statuses, the log, whether it timed out, and what the channel says besides."""
+
+    tests: dict[str, str]
+    log: str
+    timed_out: bool
+    tampered: tuple[str, ...] = ()
+    """What the reporter saw changed in the runner (then every status is ``ERROR``: nothing passes)."""
+    disagreements: tuple[str, ...] = ()
+    """FAIL_TO_PASS/PASS_TO_PASS ids the stdout parser passes and the channel does not, or the reverse."""
+
+
+def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[str, str, tuple[str, ...]]:
+    """(the script to run, the log path, the paths to remove after) for a command our reporters know."""
+    kind = runner_kind(command)
+    token = uuid.uuid4().hex[:12]
+    plugin_dir, module, log = (
+        f"/tmp/.swe_srl_{token}",
+        f"swe_srl_report_{token}",
+        f"/tmp/.swe_srl_{token}.log",
+    )
+    if kind == "pytest":
+        sandbox.write_file(f"{plugin_dir}/{module}.py", _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
+        return pytest_script(command, module, plugin_dir, log, setup), log, (plugin_dir,)
+    if kind == "tox":
+        # tox passes pytest neither our descriptor nor our environment: the plugin sits in the cwd
+        fifo = f"{plugin_dir}/channel"
+        sandbox.run(f"mkdir -p {plugin_dir} && chmod 700 {plugin_dir}")
+        sandbox.write_file(f"{module}.py", f"_FIFO = {fifo!r}\n" + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
+        return tox_script(command, module, fifo, log), log, (plugin_dir, f"/testbed/{module}.py")
+    reporter = f"{plugin_dir}/{module}.py"
+    sandbox.write_file(reporter, UNITTEST_REPORTER)
+    return reporter_script(command, kind, reporter, log), log, (plugin_dir,)  # type: ignore[arg-type]
+
+
+def disagreements_of(instance: Instance, tests: dict[str, str], log: str) -> tuple[str, ...]:
+    """FAIL_TO_PASS/PASS_TO_PASS ids the stdout parser and the channel disagree on (pass vs not)."""
+    parsed = parser_for(instance.repo)(log)
+    return tuple(
+        f"{t}: channel {tests.get(t, 'none')}, stdout {parsed[t]}"
+        for t in dict.fromkeys((*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS))
+        if t in parsed and (parsed[t] in PASSING) != (tests.get(t) in PASSING)
+    )
+
+
+def statuses(channel: Channel, instance: Instance, aliases: bool) -> dict[str, str]:
+    """The run's statuses: none without a session end, all ``ERROR`` when tampered; ``aliases``: pytest node ids
+    also under the ids SWE-bench's lists use."""
+    tests = dict(channel.statuses) if channel.ended else {}  # no session end: nothing counts as passed
+    if aliases:
+        for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
+            tests.setdefault(nodeid.split(" ")[0], status)
+        for key, status in official_aliases(instance.repo, tests).items():  # the ids SWE-bench's parser gives
+            tests.setdefault(key, status)
+    if channel.tampered:
+        tests = {t: "ERROR" for t in tests}
+    return tests

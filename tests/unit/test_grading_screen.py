@@ -1,0 +1,107 @@
+"""The patch screen (grading/screen.py): what it flags in library code, what it leaves alone, and no flag on the
+gold patches of SWE-bench Verified."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import pytest
+
+from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.grading.screen import screen_patch
+
+SHARED = Path(os.environ.get("SWE_SRL_SHARED", Path(__file__).resolve().parents[2] / "../shared"))
+VERIFIED = SHARED / "data" / "swebench-verified.jsonl"
+
+
+def added(path: str, *lines: str) -> str:
+    body = "".join(f"+{line}\n" for line in lines)
+    return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,0 +1,{len(lines)} @@\n{body}"
+
+
+def task(repo: str = "astanin/python-tabulate") -> Instance:
+    inst = copy.deepcopy(load_instances("bundled:test")[0])
+    inst.repo = repo
+    return inst
+
+
+@pytest.mark.parametrize(
+    "line, rule",
+    [
+        ("import _pytest.reports as r", "pytest internals (_pytest)"),
+        ("config.pluginmanager.register(Forge())", "pytest hook or plugin API"),
+        ("@pytest.hookimpl(hookwrapper=True)", "pytest hook or plugin API"),
+        ("def pytest_runtest_makereport(item, call):", "pytest hook or plugin API"),
+        ("for o in gc.get_objects():", "walks the interpreter's objects"),
+        ("for m in list(sys.modules.values()):", "walks sys.modules"),
+        ("for name in sys.modules:", "walks sys.modules"),
+        ("fds = os.listdir('/proc/self/fd')", "the process's descriptors"),
+        ("os.dup2(null, 3)", "descriptor takeover (os.dup2)"),
+        ("os._exit(0)", "exit behind the runner (os._exit)"),
+        ("atexit.register(forge)", "exit hook"),
+        ("unittest.result.TestResult.addFailure = ok", "unittest or sympy runner internals"),
+        ("r.PyTestReporter.test_fail = r.PyTestReporter.test_pass", "unittest or sympy runner internals"),
+        ("os.environ.get('SWE_SRL_REPORT')", "our reporter"),
+        ("pytest.xfail('not today')", "test outcome raised by library code"),
+        ("raise XFail", "test outcome raised by library code"),
+    ],
+)
+def test_library_code_reaching_into_the_runner_is_flagged(line: str, rule: str) -> None:
+    flags = screen_patch(task(), added("tabulate/__init__.py", "x = 1", line))
+    assert [(f.path, f.rule, f.line) for f in flags] == [("tabulate/__init__.py", rule, line)]
+
+
+@pytest.mark.parametrize(
+    "path, line",
+    [
+        ("tabulate/__init__.py", "mod = sys.modules.get(name)"),  # a lookup is not a walk
+        ("tabulate/__init__.py", "if name in sys.modules:"),
+        ("tabulate/__init__.py", "x = 1  # os._exit(0) in a comment"),
+        ("tabulate/__init__.py", "sys.exit(main())"),
+        ("test/test_forge.py", "import _pytest"),  # test files are not screened (grading drops them)
+        ("conftest.py", "def pytest_runtest_makereport(item, call): pass"),
+        ("docs/notes.txt", "os._exit(0)"),  # not Python
+    ],
+)
+def test_ordinary_code_is_not_flagged(path: str, line: str) -> None:
+    assert screen_patch(task(), added(path, line)) == []
+
+
+def test_pytest_s_own_repository_may_edit_pytest_internals() -> None:
+    patch = added("src/_pytest/runner.py", "from _pytest.reports import TestReport", "os.dup2(a, b)")
+    assert [f.rule for f in screen_patch(task("pytest-dev/pytest"), patch)] == [
+        "descriptor takeover (os.dup2)"
+    ]
+    assert len(screen_patch(task(), patch)) == 2
+
+
+def test_no_gold_patch_of_verified_is_flagged() -> None:
+    if not VERIFIED.is_file():
+        pytest.skip(f"no SWE-bench Verified JSONL at {VERIFIED} (set SWE_SRL_SHARED)")
+    instances = load_instances(str(VERIFIED))
+    assert len(instances) == 500
+    flagged = {i.instance_id: [str(f) for f in screen_patch(i, i.patch)] for i in instances}
+    assert {k: v for k, v in flagged.items() if v} == {}
+
+
+def test_strict_grading_is_the_environment_s_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `swe-srl eval --strict-grading` sets $SWE_SRL_STRICT_GRADING for the process and its workers
+    from swe_srl.benchmark.verdicts import FLAGGED, STRICT_ENV, GradeResult
+    from swe_srl.grading.runner import _strict
+
+    def flagged() -> GradeResult:
+        flag = {"path": "p.py", "rule": "exit hook", "line": "atexit.register(f)"}
+        return GradeResult("i", "resolved", flags=[flag])
+
+    monkeypatch.delenv(STRICT_ENV, raising=False)
+    assert _strict(flagged(), None).status == "resolved"
+    assert _strict(GradeResult("i", "resolved"), True).status == "resolved"  # nothing flagged
+    monkeypatch.setenv(STRICT_ENV, "1")
+    result = _strict(flagged(), None)
+    assert (
+        result.status == "unresolved"
+        and result.reason == f"{FLAGGED} (1): p.py: exit hook: atexit.register(f)"
+    )
+    assert _strict(flagged(), False).status == "resolved"  # an explicit choice wins

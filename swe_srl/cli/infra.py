@@ -70,26 +70,28 @@ def setup(
 
 
 def _ensure(name: str, console: Console) -> None:
-    """Start the chosen engine; with Podman, this process uses it from here on and its shell line is printed."""
+    """Start the chosen engine. Podman: the service at ``$DOCKER_HOST`` when one is given, else swe-srl's own
+    (installed and started); this process uses it from here on, its limits are checked and its shell line printed."""
     name = name.strip().lower() or engine.chosen_engine() or "docker"
     if name not in ENGINES:
         raise ConfigError(f"--engine {name!r}: choose one of {', '.join(ENGINES)}")
     if name == "docker":
         console.print(f"[green]engine:[/] {ensure_engine(console)}")
         return
-    console.print(f"[green]engine:[/] {podman.ensure_podman(console)}")
-    if not os.environ.get("DOCKER_HOST") or engine.chosen_engine() != "podman":
-        os.environ.update(podman.service_env(podman.service_url() or ""))
-        engine.engine_name.cache_clear()
-        engine._cached_client.cache_clear()
+    if os.environ.get("DOCKER_HOST"):
+        console.print(f"[green]engine:[/] Podman at {os.environ['DOCKER_HOST']}")
+    else:
+        console.print(f"[green]engine:[/] {podman.ensure_podman(console)}")
+        os.environ["DOCKER_HOST"] = podman.service_url() or ""
+    os.environ[ENGINE_ENV] = "podman"
+    engine.engine_name.cache_clear()
+    engine._cached_client.cache_clear()
     facts = enforcement.engine_facts()
     console.print(f"[green]limits:[/] {', '.join(facts.controllers) or 'none'} enforced ({facts.engine}, "
                   f"{'rootless' if facts.rootless else 'root'}, cgroup {facts.cgroup_version})")  # fmt: skip
     enforcement.require_enforced()
-    exports = " ".join(
-        f"{key}={value}" for key, value in podman.service_env(engine.engine_url() or "").items()
-    )
-    typer.echo(f"export {exports}")
+    exports = podman.service_env(os.environ["DOCKER_HOST"])
+    typer.echo("export " + " ".join(f"{key}={value}" for key, value in exports.items()))
 
 
 def janitor(

@@ -93,22 +93,22 @@ def allow_unlimited() -> bool:
     return os.environ.get(ALLOW_ENV, "") == "1"
 
 
-def require_enforced() -> list[str]:
+def require_enforced(facts: EngineFacts | None = None) -> list[str]:
     """Refuse (``LimitsUnenforced``) when memory or pids limits cannot be enforced, unless allowed; return the
-    limits that are not enforced (empty unless allowed)."""
-    facts = engine_facts()
+    limits that are not enforced (empty unless allowed). ``facts``: the engine in use's when not given."""
+    facts = facts or engine_facts()
     missing = facts.missing()
     if missing and not allow_unlimited():
         raise LimitsUnenforced(facts.refusal())
     return missing
 
 
-def unlimited_note() -> str | None:
+def unlimited_note(facts: EngineFacts | None = None) -> str | None:
     """What a report or record carries when this process runs sandboxes without some limits; None when all hold.
-    Asks the engine only when unlimited sandboxes are allowed."""
+    Asks the engine (unless ``facts`` are given) only when unlimited sandboxes are allowed."""
     if not allow_unlimited():
         return None
-    missing = engine_facts().missing()
+    missing = (facts or engine_facts()).missing()
     return f"unlimited sandboxes: {' and '.join(missing)} not enforced ({ALLOW_ENV}=1)" if missing else None
 
 

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 TESTS=(tests/docker/test_sandbox.py tests/docker/test_shell.py tests/docker/test_env_faults.py
-       tests/docker/test_sandbox_lifecycle.py tests/e2e/test_interrupts.py)
+       tests/docker/test_sandbox_lifecycle.py tests/docker/test_sandbox_limits.py tests/e2e/test_interrupts.py)
 ROOTLESS_USER=swesrl-rootless
 archive=$(mktemp --suffix .tar)
 rootless_pid=

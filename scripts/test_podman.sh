@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Podman job of scripts/test.sh (run there after the Docker suite; SWE_SRL_PODMAN=0 skips it):
-#  1. root Podman: `swe-srl setup --engine podman` (installs it, starts its service), the 3.11 base image moved from
-#     Docker (`swe-srl images export | import`), then the sandbox, shell, fault, lifecycle and interrupt tests on
+#  1. root Podman: `swe-srl setup --engine podman` (installs it, starts its service), the 3.11 base and instance
+#     images moved from Docker (`swe-srl images export | import`), then the sandbox, shell, fault, lifecycle and interrupt tests on
 #     real Podman containers; afterwards no swe-srl container, no Podman service and no conmon may be left;
 #  2. rootless Podman (a user with subuid/subgid ranges) on this machine's cgroup v1: swe-srl must refuse it
 #     before any work, in one line.
@@ -21,8 +21,9 @@ cleanup() {
 trap cleanup EXIT
 
 echo "==> Podman (root): setup, images from Docker, sandbox tests"
-base=$(swe-srl images base --python 3.11)
-swe-srl images export "$base" -o "$archive"
+# the 3.11 base and the bundled suite's instance images (built by install.sh): one archive, shared layers once
+mapfile -t images < <(docker images --format '{{.Repository}}:{{.Tag}}' --filter 'reference=swe-srl/instance:*')
+swe-srl images export "$(swe-srl images base --python 3.11)" "${images[@]}" -o "$archive"
 eval "$(swe-srl setup --engine podman --no-images)" # exports SWE_SRL_ENGINE=podman DOCKER_HOST=unix://…
 swe-srl images import "$archive"
 status=0

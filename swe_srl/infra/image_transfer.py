@@ -15,7 +15,7 @@ from pathlib import Path
 import docker
 
 from swe_srl.errors import ConfigError, ImageNotFound
-from swe_srl.infra.engine import docker_client, image_exists
+from swe_srl.infra.engine import docker_client, engine_name, image_exists
 
 PREFIXES = ("localhost/", "docker.io/library/", "docker.io/")
 CHUNK = 1 << 20
@@ -63,17 +63,28 @@ def import_images(archive: Path) -> list[str]:
     client = docker_client()
     with open(archive, "rb") as handle:
         try:
-            images = client.images.load(handle)
+            tags = _load(client, handle)
         except docker.errors.APIError as exc:
             raise ConfigError(
                 f"images import: the engine could not load {archive}: {exc.explanation}"
             ) from None
     names = []
-    for image in images:
-        for tag in image.tags:
-            short = short_name(tag)
-            if not image_exists(short):
-                repo, _, version = short.rpartition(":")
-                image.tag(repo, version)
-            names.append(short)
+    for tag in tags:
+        short = short_name(tag)
+        if not image_exists(short):
+            repo, _, version = short.rpartition(":")
+            client.images.get(tag).tag(repo, version)
+        names.append(short)
     return names
+
+
+def _load(client, handle) -> list[str]:
+    """The tags loaded from ``handle``. Podman's Docker-compatible load fails on an archive of several images
+    (podman 4.3: "normalizing name for compat API"), so Podman gets its own endpoint."""
+    if engine_name() == "docker":
+        return [tag for image in client.images.load(handle) for tag in image.tags]
+    api = client.api
+    response = api._post(
+        api._url("/libpod/images/load"), data=handle, headers={"Content-Type": "application/x-tar"}
+    )
+    return list(api._result(response, True).get("Names") or [])

@@ -22,7 +22,7 @@ trap cleanup EXIT
 
 echo "==> Podman (root): setup, images from Docker, sandbox tests"
 # the 3.11 base and the bundled suite's instance images (built by install.sh): one archive, shared layers once
-mapfile -t images < <(docker images --format '{{.Repository}}:{{.Tag}}' --filter 'reference=swe-srl/instance:*')
+mapfile -t images < <(swe-srl images build --dataset bundled 2>/dev/null | awk '{print $NF}')
 swe-srl images export "$(swe-srl images base --python 3.11)" "${images[@]}" -o "$archive"
 eval "$(swe-srl setup --engine podman --no-images)" # exports SWE_SRL_ENGINE=podman DOCKER_HOST=unix://…
 swe-srl images import "$archive"

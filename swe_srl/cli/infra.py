@@ -82,10 +82,7 @@ def _ensure(name: str, console: Console) -> None:
         console.print(f"[green]engine:[/] Podman at {os.environ['DOCKER_HOST']}")
     else:
         console.print(f"[green]engine:[/] {podman.ensure_podman(console)}")
-        os.environ["DOCKER_HOST"] = podman.service_url() or ""
-    os.environ[ENGINE_ENV] = "podman"
-    engine.engine_name.cache_clear()
-    engine._cached_client.cache_clear()
+    engine.use_engine("podman", os.environ.get("DOCKER_HOST") or podman.service_url() or "")
     facts = enforcement.engine_facts()
     console.print(f"[green]limits:[/] {', '.join(facts.controllers) or 'none'} enforced ({facts.engine}, "
                   f"{'rootless' if facts.rootless else 'root'}, cgroup {facts.cgroup_version})")  # fmt: skip
@@ -107,7 +104,10 @@ def janitor(
 ) -> None:
     """Remove swe-srl containers whose run's process is gone (same host), or older than --older-than hours."""
 
-    if not stop_engine or podman.service_url() or os.environ.get("DOCKER_HOST"):
+    url = podman.service_url() if stop_engine else None
+    if url:  # reap on the service about to stop, whatever this shell points at
+        engine.use_engine("podman", url)
+    if not stop_engine or url:
         reaped = reap(older_than_h=older_than, everything=everything)
         for item in reaped:
             typer.echo(f"removed {item.name} ({item.container_id[:12]}): {item.reason}")

@@ -83,6 +83,13 @@ def engine_cli() -> list[str]:
     return ["podman", "--remote", "--url", engine_url() or podman.service_url() or ""]
 
 
+def use_engine(name: str, url: str) -> None:
+    """From now on this process (and the processes it starts) use engine ``name`` at ``url``."""
+    os.environ.update({ENGINE_ENV: name, "DOCKER_HOST": url})
+    engine_name.cache_clear()
+    _cached_client.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def _cached_client() -> docker.DockerClient:
     url = None if os.environ.get("DOCKER_HOST") else engine_url()

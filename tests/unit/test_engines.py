@@ -4,6 +4,9 @@ scripts/test.sh's Podman job)."""
 
 from __future__ import annotations
 
+import os
+import socket
+
 import pytest
 
 from swe_srl.errors import ConfigError, LimitsUnenforced
@@ -12,6 +15,7 @@ from swe_srl.infra.image_transfer import short_name
 from swe_srl.infra.sandbox import enforcement
 from swe_srl.infra.sandbox.base import Limits
 from swe_srl.infra.sandbox.enforcement import docker_facts, limits_mismatch, podman_facts
+from swe_srl.infra.sandbox.janitor import orphan_reason
 
 PODMAN_VERSION = {"Components": [{"Name": "Podman Engine", "Version": "4.3.1"}, {"Name": "Conmon"}]}
 DOCKER_VERSION = {"Components": [{"Name": "Engine", "Version": "20.10.24"}, {"Name": "containerd"}]}
@@ -132,3 +136,16 @@ def test_rootless_storage_is_overlay_through_fuse(tmp_path) -> None:
 )
 def test_both_name_forms_are_found(tag: str, short: str) -> None:
     assert short_name(tag) == short
+
+
+def test_an_ended_owner_is_an_orphan_even_as_a_zombie() -> None:
+    # the watcher of a killed owner names it: `kill -0` still succeeds on a zombie its parent has not reaped
+    labels = {
+        "swe-srl.pid": str(os.getpid()),
+        "swe-srl.host": socket.gethostname(),
+        "swe-srl.created-at": "0",
+    }
+    assert orphan_reason(labels, older_than_h=None, everything=False) is None  # alive: kept
+    assert orphan_reason(labels, older_than_h=None, everything=False, ended=os.getpid()) == (
+        f"its process {os.getpid()} is gone"
+    )

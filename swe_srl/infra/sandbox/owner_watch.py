@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
     owner = int(argv[0])
     while os.getppid() == owner:
         time.sleep(POLL_S)
-    janitor.reap()
+    janitor.reap(ended=owner)  # the owner may be a zombie its parent has not reaped yet
     return 0
 
 

@@ -86,8 +86,8 @@ def engine_cli() -> list[str]:
 def use_engine(name: str, url: str) -> None:
     """From now on this process (and the processes it starts) use engine ``name`` at ``url``."""
     os.environ.update({ENGINE_ENV: name, "DOCKER_HOST": url})
-    engine_name.cache_clear()
-    _cached_client.cache_clear()
+    for cached in (engine_name, _cached_client, engine_cpus):
+        cached.cache_clear()
 
 
 @lru_cache(maxsize=1)

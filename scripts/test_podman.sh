@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # SIGINT/SIGTERM run the same cleanup code as on Docker, whose suite runs them all.
 INT=tests/e2e/test_interrupts.py
 TESTS=(tests/docker/test_sandbox.py tests/docker/test_shell.py tests/docker/test_env_faults.py
-       tests/docker/test_sandbox_lifecycle.py tests/docker/test_sandbox_limits.py
+       tests/docker/test_sandbox_lifecycle.py tests/docker/test_sandbox_limits.py tests/docker/test_images_transfer.py
        "$INT::test_stopped_eval_leaves_nothing_and_resumes[SIGKILL]" "$INT::test_python_program_using_the_env_leaves_nothing[SIGKILL]"
        "$INT::test_stopped_shell_leaves_nothing[SIGKILL]" "$INT::test_stopped_train_leaves_nothing[SIGKILL]"
        "$INT::test_stopped_validate_does_not_wait_for_the_grading_in_flight")

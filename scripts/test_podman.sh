@@ -62,5 +62,11 @@ else
     echo "error: rootless Podman on cgroup v1 was not refused (exit $rc)" >&2
     status=1
   fi
+  # the one way past it, explicit:
+  if ! SWE_SRL_ENGINE=podman DOCKER_HOST="unix://$sock" swe-srl --allow-unlimited-sandboxes setup --no-images \
+      2>/dev/null | grep -q "^export SWE_SRL_ENGINE=podman"; then
+    echo "error: --allow-unlimited-sandboxes did not let rootless Podman through" >&2
+    status=1
+  fi
 fi
 exit "$status"

@@ -87,6 +87,8 @@ def _ensure(name: str, console: Console) -> None:
     console.print(f"[green]limits:[/] {', '.join(facts.controllers) or 'none'} enforced ({facts.engine}, "
                   f"{'rootless' if facts.rootless else 'root'}, cgroup {facts.cgroup_version})")  # fmt: skip
     enforcement.require_enforced()
+    if note := enforcement.unlimited_note(facts):
+        console.print(f"[yellow]warning:[/] {note}")
     exports = podman.service_env(os.environ["DOCKER_HOST"])
     typer.echo("export " + " ".join(f"{key}={value}" for key, value in exports.items()))
 

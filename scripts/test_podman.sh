@@ -22,7 +22,11 @@ rootless_pid=
 cleanup() {
   rm -f "$archive"
   SWE_SRL_ENGINE=podman swe-srl janitor --engine >/dev/null 2>&1 || true
-  [ -z "$rootless_pid" ] || kill "$rootless_pid" 2>/dev/null || true
+  if [ -n "$rootless_pid" ]; then # the service, then the user's namespace holder (rootless Podman's pause process)
+    kill "$rootless_pid" 2>/dev/null || true
+    wait "$rootless_pid" 2>/dev/null || true
+    for pid in $(pgrep -u "$ROOTLESS_USER"); do kill "$pid" 2>/dev/null || true; done
+  fi
 }
 trap cleanup EXIT
 

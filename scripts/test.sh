@@ -21,4 +21,9 @@ if [ "$leaked" -gt 0 ]; then
   echo "error: the tests left $leaked swe-srl container(s) behind (removed now by the janitor)" >&2
   [ "$status" -ne 0 ] || status=1
 fi
+# The Podman job (the whole suite only; SWE_SRL_PODMAN=0 skips it): root Podman runs the sandbox, shell, fault,
+# lifecycle and interrupt tests and leaves nothing behind; rootless Podman on cgroup v1 is refused.
+if [ $# -eq 0 ] && [ "${SWE_SRL_PODMAN:-1}" = 1 ]; then
+  bash scripts/test_podman.sh || status=1
+fi
 exit "$status"

@@ -21,6 +21,10 @@ class DockerUnavailable(SandboxError):
     """No Docker engine answers."""
 
 
+class LimitsUnenforced(SandboxError):
+    """The engine cannot (or did not) enforce a sandbox's memory or pids limit: the run is refused."""
+
+
 class ImageNotFound(SandboxError, LookupError):
     """An image tag that does not exist locally and cannot be built or pulled."""
 

@@ -6,6 +6,7 @@ importing any, and a command imports only its own module (``reward`` needs neith
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -13,11 +14,12 @@ from rich.console import Console
 
 from swe_srl.cli.lazy import Lazy, LazyGroup
 from swe_srl.errors import SweSrlError
+from swe_srl.infra.sandbox.base import ALLOW_UNLIMITED_ENV
 from swe_srl.infra.sandbox.signals import install_sigterm_handler
 
 COMMANDS = {
     "setup": Lazy(
-        "Install/start the Docker engine if needed (root on Linux) and build the base images. Idempotent.",
+        "Install/start the container engine if needed (Docker; --engine podman: Podman) and build the base images.",
         "swe_srl.cli.infra:setup",
     ),
     "janitor": Lazy(
@@ -53,6 +55,14 @@ COMMANDS = {
         {
             "base": Lazy(
                 "Build (or reuse) the base image(s) and print their tags.", "swe_srl.cli.infra:images_base"
+            ),
+            "export": Lazy(
+                "Write images to a tar file (docker save), to load on another engine or node without a registry.",
+                "swe_srl.cli.infra:images_export",
+            ),
+            "import": Lazy(
+                "Load images from a tar file (podman/docker load); each answers to its short name (swe-srl/base:...).",
+                "swe_srl.cli.infra:images_import",
             ),
             "build": Lazy(
                 "Build (or pull, for official images) the instance images of every instance of DATASET.",
@@ -91,8 +101,17 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    allow_unlimited: bool = typer.Option(
+        False,
+        "--allow-unlimited-sandboxes",
+        help="Run sandboxes even where the engine cannot enforce their memory/pids limits (rootless Podman on "
+        "cgroup v1); refused otherwise. Reports and records then say so.",
+    ),
+) -> None:
     """Train and evaluate software-engineering agents with Supervised Reinforcement Learning."""
+    if allow_unlimited:
+        os.environ[ALLOW_UNLIMITED_ENV] = "1"  # worker processes inherit it
 
 
 def main() -> None:

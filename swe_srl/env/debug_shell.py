@@ -13,6 +13,7 @@ from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.errors import SandboxError
+from swe_srl.infra.engine import engine_cli
 from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.trajectories.expert_state import WORKDIR, cwd_of, expert_states, restore
 from swe_srl.trajectories.schema import Trajectory
@@ -29,10 +30,11 @@ def _raise_exit(signum: int, frame: object) -> None:
 
 
 def exec_command(container_id: str, cwd: str, ps1: str, *, tty: bool) -> list[str]:
-    """The ``docker exec`` argv of the interactive shell."""
+    """The ``docker exec`` (``podman --remote exec``) argv of the interactive shell."""
     flags = ["-it"] if tty else ["-i"]
     bash = ["bash", "--norc", "--noprofile", "-i"]
-    return ["docker", "exec", *flags, "-w", cwd, "-e", f"PS1={ps1}", "-e", "TERM=xterm", container_id, *bash]
+    env = ["-e", f"PS1={ps1}", "-e", "TERM=xterm"]
+    return [*engine_cli(), "exec", *flags, "-w", cwd, *env, container_id, *bash]
 
 
 def open_shell(

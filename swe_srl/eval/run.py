@@ -55,6 +55,7 @@ from swe_srl.grading.runner import grade
 from swe_srl.grading.timeouts import log_tail
 from swe_srl.infra.executor import LocalExecutor, Task, TaskFailed, make_executor
 from swe_srl.infra.sandbox.base import Limits
+from swe_srl.infra.sandbox.enforcement import require_enforced, unlimited_note
 
 _POLICIES: dict[tuple, Any] = {}
 _POLICIES_LOCK = threading.Lock()
@@ -156,6 +157,8 @@ def eval_instance(instance: Instance, settings: EvalSettings, patch: str | None 
     if record["trajectory"] is not None:
         record["trajectory"]["resolved"] = record["status"] == "resolved"
     record["wall_s"] = round(time.monotonic() - started, 3)
+    if note := unlimited_note():
+        record["unlimited_sandboxes"] = note
     return record
 
 
@@ -227,6 +230,9 @@ def evaluate(
             progress(records[key])
 
     if todo:
+        require_enforced()  # before any work: refused where the engine would drop the sandboxes' limits
+        if note := unlimited_note():
+            meta["unlimited_sandboxes"] = note
         by_id = {i.instance_id: i for i in todo}
         tasks = [Task(i.instance_id, eval_instance, (i, settings, _patch(i, preds))) for i in todo]
         with make_eval_executor(settings, workers, ray) as executor:

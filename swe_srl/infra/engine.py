@@ -1,4 +1,13 @@
-"""The Docker engine: connect (with a clear error when it is down), and on a fresh Linux machine install and start it."""
+"""The container engine: which one (Docker or Podman), connect (with a clear error when it is down), and on a fresh
+Linux machine install and start Docker (Podman: ``podman.py``).
+
+One setting picks the engine everywhere (sandboxes, shells, image builds and imports, the janitor):
+``$SWE_SRL_ENGINE`` (``docker`` | ``podman``, what ``swe-srl setup --engine`` prints), else the engine that answers at
+``$DOCKER_HOST`` (its ``/version`` names "Podman Engine" or not), else Docker. Both speak the Docker API, so
+docker-py drives both; the command-line client is ``docker`` or ``podman --remote --url <socket>``
+(:func:`engine_cli`). With ``podman`` and no ``DOCKER_HOST``, the service ``swe-srl setup --engine podman`` started
+is found again through its pid file and socket in the cache.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +23,8 @@ import docker
 from rich.console import Console
 
 from swe_srl import paths
-from swe_srl.errors import DockerUnavailable
+from swe_srl.errors import ConfigError, DockerUnavailable
+from swe_srl.infra import podman
 
 if TYPE_CHECKING:
     import docker
@@ -25,10 +35,65 @@ FIX = (
 )
 
 
+ENGINES = ("docker", "podman")
+ENGINE_ENV = "SWE_SRL_ENGINE"
+
+
+def chosen_engine() -> str | None:
+    """``$SWE_SRL_ENGINE`` (validated), or None when it is not set."""
+    value = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if value and value not in ENGINES:
+        raise ConfigError(f"{ENGINE_ENV}={value!r}: choose one of {', '.join(ENGINES)}")
+    return value or None
+
+
+def engine_url() -> str | None:
+    """Where the engine's API answers: ``$DOCKER_HOST``, else Podman's service socket (engine ``podman``), else
+    None (docker-py's default, ``/var/run/docker.sock``)."""
+    if host := os.environ.get("DOCKER_HOST"):
+        return host
+    if chosen_engine() == "podman":
+        url = podman.service_url()
+        if url is None:
+            raise DockerUnavailable(f"{ENGINE_ENV}=podman but no Podman service runs: {podman.FIX}")
+        return url
+    return None
+
+
+@lru_cache(maxsize=1)
+def engine_name() -> str:
+    """``docker`` or ``podman``: ``$SWE_SRL_ENGINE``, else what answers at ``$DOCKER_HOST`` (cached per process)."""
+    if chosen := chosen_engine():
+        return chosen
+    if not os.environ.get("DOCKER_HOST"):
+        return "docker"
+    return engine_of(docker_client().version())
+
+
+def engine_of(version: dict) -> str:
+    """``podman`` when the API's ``/version`` names a Podman engine among its components, else ``docker``."""
+    names = [str(part.get("Name", "")) for part in version.get("Components") or []]
+    return "podman" if any("podman" in name.lower() for name in names) else "docker"
+
+
+def engine_cli() -> list[str]:
+    """The command-line client of the engine in use: ``docker`` or ``podman --remote --url <socket>``."""
+    if engine_name() == "docker":
+        return ["docker"]
+    return ["podman", "--remote", "--url", engine_url() or podman.service_url() or ""]
+
+
+def use_engine(name: str, url: str) -> None:
+    """From now on this process (and the processes it starts) use engine ``name`` at ``url``."""
+    os.environ.update({ENGINE_ENV: name, "DOCKER_HOST": url})
+    for cached in (engine_name, _cached_client, engine_cpus):
+        cached.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def _cached_client() -> docker.DockerClient:
-
-    return docker.from_env(timeout=600)
+    url = None if os.environ.get("DOCKER_HOST") else engine_url()
+    return docker.DockerClient(base_url=url, timeout=600) if url else docker.from_env(timeout=600)
 
 
 def docker_client() -> docker.DockerClient:
@@ -40,7 +105,8 @@ def docker_client() -> docker.DockerClient:
     except docker.errors.DockerException as exc:
         _cached_client.cache_clear()
         host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise DockerUnavailable(f"no Docker engine answers at {host} ({exc}); {FIX}") from None
+        name, fix = ("Podman", podman.FIX) if chosen_engine() == "podman" else ("Docker", FIX)
+        raise DockerUnavailable(f"no {name} engine answers at {host} ({exc}); {fix}") from None
     return client
 
 
@@ -51,7 +117,13 @@ def engine_cpus() -> int:
 
 
 def engine_answers() -> bool:
-    """True when ``docker info`` succeeds."""
+    """True when ``docker info`` succeeds (engine ``podman``: when its API answers)."""
+    if chosen_engine() == "podman":
+        try:
+            docker_client()
+        except DockerUnavailable:
+            return False
+        return True
     if shutil.which("docker") is None:
         return False
     proc = subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=60)

@@ -26,7 +26,7 @@ from rich.console import Console
 
 from swe_srl import paths
 from swe_srl.errors import ConfigError, ImageBuildError
-from swe_srl.infra.engine import docker_client, image_exists
+from swe_srl.infra.engine import docker_client, engine_cli, image_exists
 from swe_srl.infra.executables import list_executables
 from swe_srl.infra.harness import harness_files, pin_tool_python
 from swe_srl.infra.image_build import (
@@ -165,8 +165,8 @@ def _bootstrap_base(python: str, tag: str, console: Console | None) -> None:
             )
             try:
                 run_logged(
-                    ["docker", "import", *changes, "-", tag],
-                    f"docker import {tag}",
+                    [*engine_cli(), "import", *changes, "-", tag],
+                    f"{engine_cli()[0]} import {tag}",
                     console,
                     stdin=tar.stdout,
                 )

@@ -38,7 +38,7 @@ from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.published import published_image, published_setup
 from swe_srl.benchmark.training_sets import is_commit
 from swe_srl.errors import ImageBuildError
-from swe_srl.infra.engine import docker_client, image_exists
+from swe_srl.infra.engine import docker_client, engine_cli, image_exists
 from swe_srl.infra.executables import SESSION_INIT_LABEL, list_executables
 from swe_srl.infra.harness import harness_files, pin_tool_python
 from swe_srl.infra.image_build import build_context, file_lock, run_logged
@@ -118,7 +118,7 @@ def ensure_official_image(instance: Instance, *, console: Console | None = None)
     if not image_exists(official):
         with file_lock(official):
             if not image_exists(official):
-                run_logged(["docker", "pull", official], f"docker pull {official}", console)
+                run_logged([*engine_cli(), "pull", official], f"{engine_cli()[0]} pull {official}", console)
     tag = layer_tag(instance, official, docker_client().images.get(official).id)
     if image_exists(tag):
         return tag

@@ -187,8 +187,12 @@ def _slow_build_dataset(path: Path) -> Path:
 def test_stopped_eval_during_an_image_build_leaves_nothing(docker_engine, tmp_path: Path, sig) -> None:
     """``sig`` while the engine runs a step of the task's env image build: the build's step container carries the
     run's labels and is gone within 60 s with the run's processes; another run's container is left alone."""
+    from swe_srl.infra.engine import engine_name
     from swe_srl.infra.images import ensure_base_image
 
+    if engine_name() == "podman":  # known gap, docs/cluster.md "Podman's gaps"
+        pytest.skip("Podman builds inside its service (buildah): no step container to watch, and a stopped client "
+                    "does not cancel the build")  # fmt: skip
     dataset = _slow_build_dataset(tmp_path / "slow.jsonl")
     other = docker_engine.containers.run(
         ensure_base_image(),

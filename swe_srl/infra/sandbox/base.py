@@ -16,6 +16,10 @@ GRADING_NETWORK_ENV = "SWE_SRL_GRADING_NETWORK"
 """``1``: grading containers get a network (``tasks validate --grading-network``), as the official harness's have:
 requests' httpbin.org tests and sphinx's linkcheck need one. Off by default (a patch gets no network)."""
 
+ALLOW_UNLIMITED_ENV = "SWE_SRL_ALLOW_UNLIMITED_SANDBOXES"
+"""``1``: sandboxes run even where the engine cannot enforce their memory/pids limits (``swe-srl
+--allow-unlimited-sandboxes``; ``enforcement.py``); otherwise such a run is refused."""
+
 TRUNCATION_MARKER = "\n[... output truncated by swe-srl: {dropped} bytes dropped ...]\n"
 
 

@@ -29,9 +29,9 @@ import docker
 import requests
 
 from swe_srl.errors import ConfigError, ImageNotFound, SandboxError, SandboxTimeout
-from swe_srl.infra.engine import docker_client
+from swe_srl.infra.engine import docker_client, engine_cpus, engine_name
 from swe_srl.infra.executables import session_init
-from swe_srl.infra.sandbox import janitor
+from swe_srl.infra.sandbox import enforcement, janitor, owner_watch
 from swe_srl.infra.sandbox.base import ExecResult, Patch, SandboxSpec
 from swe_srl.infra.sandbox.files import ContainerFiles
 from swe_srl.infra.sandbox.patching import PRISTINE_DIR, RepoBroken, diff_in
@@ -90,6 +90,13 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
         if limits.memory_bytes < MIN_MEMORY:
             raise ConfigError(f"Limits.memory={limits.memory!r}: Docker needs at least 8m; use e.g. '512m'")
         client = docker_client()
+        if limits.cpus > (cpus := engine_cpus()):  # Podman would accept it and give what the host has
+            raise ConfigError(
+                f"Limits.cpus={limits.cpus:g}: the engine's host has {cpus} CPUs; use at most {cpus}"
+            )
+        unenforced = enforcement.require_enforced()  # once per process: refused unless allowed
+        if engine_name() == "podman":  # Podman leaves a dead owner's containers: a watcher removes them
+            owner_watch.ensure_watcher()
         try:
             self._session_init = session_init(client.images.get(self.spec.image).labels)
         except docker.errors.ImageNotFound:
@@ -124,6 +131,8 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
         try:
             self._restart_control()
             self._open_session(time.monotonic() + STARTUP_S)
+            if not unenforced:
+                enforcement.check_inside(self, limits)
         except BaseException:
             self.close()
             raise

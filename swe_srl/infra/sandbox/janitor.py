@@ -119,8 +119,11 @@ class Reaped:
     reason: str
 
 
-def orphan_reason(labels: dict[str, str], *, older_than_h: float | None, everything: bool) -> str | None:
-    """Why a container with ``labels`` should be removed now, or None to keep it (pure function)."""
+def orphan_reason(
+    labels: dict[str, str], *, older_than_h: float | None, everything: bool, ended: int | None = None
+) -> str | None:
+    """Why a container with ``labels`` should be removed now, or None to keep it (pure function). ``ended``: the pid
+    of a process of this host known to have ended (it may still be a zombie, which ``kill -0`` cannot tell)."""
     if everything:
         return "--all"
     created = float(labels.get("swe-srl.created-at", "0") or 0)
@@ -128,13 +131,17 @@ def orphan_reason(labels: dict[str, str], *, older_than_h: float | None, everyth
     if older_than_h is not None and age_h > older_than_h:
         return f"older than {older_than_h:g} h ({age_h:.1f} h)"
     pid = labels.get("swe-srl.pid", "")
-    if labels.get("swe-srl.host") == socket.gethostname() and pid.isdigit() and not _pid_alive(int(pid)):
+    here = labels.get("swe-srl.host") == socket.gethostname()
+    if here and pid.isdigit() and (int(pid) == ended or not _pid_alive(int(pid))):
         return f"its process {pid} is gone"
     return None
 
 
-def reap(*, older_than_h: float | None = None, everything: bool = False) -> list[Reaped]:
-    """Remove swe-srl containers of dead runs (or older than ``older_than_h``, or all); return what was removed."""
+def reap(
+    *, older_than_h: float | None = None, everything: bool = False, ended: int | None = None
+) -> list[Reaped]:
+    """Remove swe-srl containers of dead runs (or older than ``older_than_h``, or all; ``ended``: see
+    :func:`orphan_reason`); return what was removed."""
 
     reaped = []
     client = docker_client()
@@ -143,7 +150,7 @@ def reap(*, older_than_h: float | None = None, everything: bool = False) -> list
         all=True, sparse=True, filters={"label": f"{OWNER_LABEL}={OWNER}"}
     ):
         labels = container.attrs.get("Labels") or {}
-        reason = orphan_reason(labels, older_than_h=older_than_h, everything=everything)
+        reason = orphan_reason(labels, older_than_h=older_than_h, everything=everything, ended=ended)
         if reason is None:
             continue
         try:

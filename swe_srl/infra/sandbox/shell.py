@@ -1,4 +1,5 @@
-"""A persistent bash process inside a container, spoken to over a pipe (``docker exec -i CID bash``).
+"""A persistent bash process inside a container, spoken to over a pipe (``docker exec -i CID bash``; Podman:
+``podman --remote exec``, see ``engine.engine_cli``).
 
 A command is sent as one line: ``__swesrl_run $'<command>' </dev/null 2>&1`` (a function that ``eval``s it, so
 a ``USR1`` trap doing ``return 124`` can abort the rest of a timed-out command) followed by a ``printf`` of a
@@ -20,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from swe_srl.infra.engine import engine_cli
 from swe_srl.infra.sandbox.base import TRUNCATION_MARKER
 
 Watch = Callable[[], "str | None"]
@@ -122,7 +124,7 @@ class Shell:
     ``docker exec``) goes to a temporary file, read only to explain a shell that failed (``stderr_tail``)."""
 
     def __init__(self, container_id: str, workdir: str) -> None:
-        cmd = ["docker", "exec", "-i", "-w", workdir, container_id, "bash", "--noprofile", "--norc"]
+        cmd = [*engine_cli(), "exec", "-i", "-w", workdir, container_id, "bash", "--noprofile", "--norc"]
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, bufsize=0

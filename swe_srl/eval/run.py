@@ -230,7 +230,8 @@ def evaluate(
             progress(records[key])
 
     if todo:
-        require_enforced()  # before any work: refused where the engine would drop the sandboxes' limits
+        if not settings.no_grade:  # before any work: refused where the engine would drop the sandboxes' limits
+            require_enforced()
         if note := unlimited_note():
             meta["unlimited_sandboxes"] = note
         by_id = {i.instance_id: i for i in todo}

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from swe_srl.infra.sandbox.base import ALLOW_UNLIMITED_ENV
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.policy import grpo_options
 from swe_srl.train.schema import TrainConfig
@@ -83,5 +85,7 @@ def write_config(config: TrainConfig) -> Path:
     out = config.output_dir
     out.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(resolved_config(config), sort_keys=False, allow_unicode=True)
+    if os.environ.get(ALLOW_UNLIMITED_ENV) == "1":  # a comment, so the file still runs as --config
+        text = f"# unlimited sandboxes allowed ({ALLOW_UNLIMITED_ENV}=1): limits the engine cannot enforce\n{text}"
     atomic_write_text(out / "config.yaml", text)
     return out / "config.yaml"

@@ -188,3 +188,16 @@ def test_every_run_writes_its_config_and_the_config_reproduces_it(samples_file: 
     metrics = [json.loads(x) for x in (first / "metrics.jsonl").read_text().splitlines()]
     rerun = [json.loads(x) for x in (second / "metrics.jsonl").read_text().splitlines()]
     assert [m.get("loss") for m in metrics] == [m.get("loss") for m in rerun]  # the same run again
+
+
+def test_a_run_that_allows_unlimited_sandboxes_says_so_in_its_config(tmp_path: Path, monkeypatch):
+    from swe_srl.infra.sandbox.base import ALLOW_UNLIMITED_ENV
+    from swe_srl.train.record import write_config
+
+    config = load_config(None, [], output=str(tmp_path / "plain"))
+    assert not write_config(config).read_text().startswith("#")
+    monkeypatch.setenv(ALLOW_UNLIMITED_ENV, "1")
+    config = load_config(None, [], output=str(tmp_path / "allowed"))
+    text = write_config(config).read_text()
+    assert text.startswith("# unlimited sandboxes allowed")
+    assert load_config(str(tmp_path / "allowed" / "config.yaml"), []).output == str(tmp_path / "allowed")

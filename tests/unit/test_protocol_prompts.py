@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from git_instance import git_instance
 
 from swe_srl.errors import ConfigError
 from swe_srl.eval.protocols.prompts import (
@@ -145,35 +146,11 @@ def test_the_printed_report_puts_the_run_beside_the_published_rows() -> None:
     assert "1,200 prompt + 300 completion" in line and "budget: 1" in line and "unreadable answer ×2" in line
 
 
-def _repo_instance(tmp_path):
-    import subprocess
-
-    from swe_srl.benchmark.instances import Instance
-    from swe_srl.core.search_replace import make_patch
-
-    base = {
-        "pkg/core.py": "def add(a, b):\n    return a - b\n",
-        "tests/test_core.py": "def test_add():\n    pass\n",
-    }
-    for path, text in base.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], check=True)
-    commit = subprocess.run(
-        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    patch = make_patch({"pkg/core.py": "def add(a, b):\n    return a + b\n"}, base)
-    return Instance("o__r-1", "o/r", commit, patch, "", "add() subtracts", extra={"repo_dir": str(tmp_path)})
-
-
 def test_candidates_are_reranked_by_majority_with_a_scripted_policy(tmp_path) -> None:
     from swe_srl.agent.policies import ScriptedPolicy
     from swe_srl.eval.protocols.oneshot import run_protocol
 
-    instance = _repo_instance(tmp_path)
+    instance = git_instance(tmp_path)
     fence = "```python\n### pkg/core.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return {}\n>>>>>>> REPLACE\n```"
     outputs = [fence.format("b - a"), fence.format("a + b"), "no edits", fence.format("(a + b)  # fixed")]
     settings = EvalSettings("empty", protocol="oracle-edit", candidates=4)
@@ -190,7 +167,7 @@ def test_agentless_localizes_then_repairs_the_listed_files(tmp_path) -> None:
     from swe_srl.eval.protocols.gold import GoldEditPolicy
     from swe_srl.eval.protocols.oneshot import run_protocol
 
-    instance = _repo_instance(tmp_path)
+    instance = git_instance(tmp_path)
     settings = EvalSettings("gold", protocol="agentless")
     gold = run_protocol(instance, settings, GoldEditPolicy())
     assert (

@@ -4,26 +4,21 @@ that refuses a prompt over the context (through the real HTTP client), a REPLACE
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from chat_stub import serving
+from git_instance import BASE, git_instance
 
 from swe_srl.agent.models import OpenAIPolicy
 from swe_srl.agent.policies import ScriptedPolicy
 from swe_srl.benchmark.instances import Instance
-from swe_srl.core.search_replace import make_patch
 from swe_srl.errors import ConfigError
 from swe_srl.eval.protocols.gold import GoldEditPolicy
 from swe_srl.eval.protocols.oneshot import run_protocol, within_budget
 from swe_srl.eval.protocols.prompts import is_localization, load_template
 from swe_srl.eval.settings import EvalSettings
 
-BASE = {
-    "pkg/core.py": "def add(a, b):\n    return a - b\n",
-    "tests/test_core.py": "def test_add():\n    pass\n",
-}
 FIX = "```python\n### pkg/core.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return {}\n>>>>>>> REPLACE\n```"
 VLLM = ("This model's maximum context length is 120 tokens. However, you requested 4216 tokens "
         "({} in the messages, 4096 in the completion). Please reduce the length of the messages or completion.")  # fmt: skip
@@ -31,18 +26,7 @@ VLLM = ("This model's maximum context length is 120 tokens. However, you request
 
 @pytest.fixture
 def instance(tmp_path: Path) -> Instance:
-    for path, text in BASE.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], check=True)
-    commit = subprocess.run(
-        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    patch = make_patch({"pkg/core.py": "def add(a, b):\n    return a + b\n"}, BASE)
-    return Instance("o__r-1", "o/r", commit, patch, "", "add() subtracts", extra={"repo_dir": str(tmp_path)})
+    return git_instance(tmp_path)
 
 
 def answer(request: dict) -> str:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_grading_channel import pytest_cmd
 
 from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN, Channel, read_channel
 from swe_srl.benchmark.report_unittest import UNITTEST_REPORTER
@@ -117,19 +118,8 @@ def test_pytest_plugin_reports_a_hook_wrapper_registered_from_the_package(
     tmp_path: Path, attack: str
 ) -> None:
     (tmp_path / "pkg.py").write_text(attack + "\ndef add(a, b):\n    return a - b\n")
-    (tmp_path / "test_x.py").write_text("import pkg\n\ndef test_ok():\n    pass\n\ndef test_add():\n    assert pkg.add(1, 2) == 3\n")  # fmt: skip
-    (tmp_path / "swe_srl_report_t.py").write_text(PYTEST_REPORT_PLUGIN)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "swe_srl_report_t",
-        "-p",
-        "no:cacheprovider",
-        "-rA",
-        "test_x.py",
-    ]
+    tests = "import pkg\n\ndef test_ok():\n    pass\n\ndef test_add():\n    assert pkg.add(1, 2) == 3\n"
+    cmd = pytest_cmd(tmp_path, tests, "-rA")
     channel, out = run_with_channel(cmd, tmp_path, {"PYTHONPATH": str(tmp_path)})
     assert channel.ended and channel.statuses["test_x.py::test_ok"] == "PASSED"
     if attack:

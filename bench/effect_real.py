@@ -162,9 +162,10 @@ def fidelity(console: Console, name: str, side: dict) -> None:
     coded = [r for r in side["rows"] if r["recorded_exit"] is not None]
     other = [r for r in coded if r["rerun_exit"] != r["recorded_exit"]]
     subs = [v for v in side["submissions"].values() if v is not None]
+    reproduced = f"{sum(subs)}/{len(subs)}" if subs else "none recorded in the run"
     console.print(
         f"{name}: recorded exit code reproduced at {len(coded) - len(other)}/{len(coded)} steps; "
-        f"recorded submission reproduced by the replay: {sum(subs)}/{len(subs)}",
+        f"recorded submission reproduced by the replay: {reproduced}",
         highlight=False,
     )
     for r in other:

@@ -16,6 +16,9 @@ Per step the three scores; per side (the real run, then the same workload on ``-
 the bundled suite's test split, measured in the same process) the evaluations, the share of expert steps at 1,
 sandbox starts, test runs, cache hits (evaluations answered from the disk cache) and seconds per evaluation.
 Every step whose expert action scores below 1 is listed with its action and why (docs/rewards.md explains them).
+Two checks of the replay's fidelity beside the score: the steps whose rerun exited with another code than the run
+recorded (the score is lenient there: a read that exits 0 where the recorded one failed still scores 1), and whether
+the replay's last state is the run's recorded submission (``index`` lines aside).
 
     python bench/effect_real.py --repos-dir /work/repos [--instances ID,ID] [--bundled 3] [--perturb] [--json OUT]
 """
@@ -109,7 +112,7 @@ def measure(
     pairs: list[tuple[Instance, Trajectory]], repos_dir: Path | None, console: Console, perturb: bool = False
 ) -> dict:
     """Every step × (expert rerun, previous action, empty action[, perturbed edit]) from empty caches."""
-    rows, hits, evals, replay_s = [], 0, 0, 0.0
+    rows, hits, evals, replay_s, submissions = [], 0, 0, 0.0, {}
     with tempfile.TemporaryDirectory() as tmp:
         effect = SandboxEffect(
             "cached", root=Path(tmp) / "r", expert_root=Path(tmp) / "e", repos_dir=repos_dir
@@ -120,6 +123,9 @@ def measure(
                 t0 = time.perf_counter()
                 state = expert_states(traj, inst, repos_dir=repos_dir)  # replayed once, outside the timing
                 replay_s += time.perf_counter() - t0
+                submissions[inst.instance_id] = (
+                    same_patch(state.diffs[-1], traj.patch) if traj.patch else None
+                )
                 for k, step in enumerate(traj.steps):
                     own = effect.evaluate(inst, traj, k, step.action, rerun=True)
                     prev = effect.evaluate(inst, traj, k, traj.steps[k - 1].action) if k else None
@@ -130,13 +136,42 @@ def measure(
                     evals, hits = evals + len(done), hits + sum(r.cached for r in done)
                     rows.append({"instance_id": inst.instance_id, "step": k, "action": step.action,
                                  "expert": own.value, "previous": prev.value if prev else None,
-                                 "empty": empty.value, "perturbed": edit.value if edit else None})  # fmt: skip
+                                 "empty": empty.value, "perturbed": edit.value if edit else None,
+                                 "recorded_exit": step.exit_code, "rerun_exit": own.exit_code})  # fmt: skip
                 console.print(f"  {inst.instance_id}: {len(traj.steps)} steps", highlight=False)
         finally:
             effect.close()
         seconds = time.perf_counter() - started - replay_s
     return {"rows": rows, "evaluations": evals, "cache_hits": hits, "sandbox_starts": effect.sandbox_starts,
-            "test_runs": effect.test_runs, "seconds": seconds, "replay_s": replay_s}  # fmt: skip
+            "test_runs": effect.test_runs, "seconds": seconds, "replay_s": replay_s,
+            "submissions": submissions}  # fmt: skip
+
+
+def same_patch(replayed: str, recorded: str) -> bool:
+    """Whether the replay's last diff is the run's recorded submission, ``index`` lines (blob hashes) aside."""
+
+    def lines(patch: str) -> list[str]:
+        return [line for line in patch.strip().splitlines() if not line.startswith("index ")]
+
+    return lines(replayed) == lines(recorded)
+
+
+def fidelity(console: Console, name: str, side: dict) -> None:
+    """The replay's fidelity: recorded exit codes the reruns reproduced (and the steps that did not, listed), and
+    the submissions the replay's last state reproduced."""
+    coded = [r for r in side["rows"] if r["recorded_exit"] is not None]
+    other = [r for r in coded if r["rerun_exit"] != r["recorded_exit"]]
+    subs = [v for v in side["submissions"].values() if v is not None]
+    reproduced = f"{sum(subs)}/{len(subs)}" if subs else "none recorded in the run"
+    console.print(
+        f"{name}: recorded exit code reproduced at {len(coded) - len(other)}/{len(coded)} steps; "
+        f"recorded submission reproduced by the replay: {reproduced}",
+        highlight=False,
+    )
+    for r in other:
+        action = " ".join(r["action"].split())[:90]
+        console.print(f"  exit {r['rerun_exit']} (recorded {r['recorded_exit']}): {r['instance_id']} "
+                      f"step {r['step']}: {action}", highlight=False)  # fmt: skip
 
 
 def mean(values: list[float | None]) -> float:
@@ -196,6 +231,7 @@ def main() -> None:
     console.print(step_table(sides["real run"]["rows"]))
     console.print(summary_table(sides))
     for name, side in sides.items():
+        fidelity(console, name, side)
         console.print(
             f"{name}: expert replays {side['replay_s']:.0f}s (once per trajectory, outside the timing)"
         )

@@ -52,16 +52,16 @@ def test_expert_actions_rerun_at_their_own_states_score_one(task, tmp_path: Path
     assert "+# pinned by the image" in state.start and state.before(0) == (state.start, "/testbed")
     assert state.cwds[2] == "/workspace" and state.scratch_before(2) and not state.scratch_before(1)
     with SandboxEffect("full", root=tmp_path / "r", expert_root=tmp_path / "e") as effect:
-        own = [
-            effect.evaluate(instance, traj, k, s.action, rerun=True).value for k, s in enumerate(traj.steps)
-        ]
+        reruns = [effect.evaluate(instance, traj, k, s.action, rerun=True) for k, s in enumerate(traj.steps)]
         empty = [effect.evaluate(instance, traj, k, "").value for k in range(len(traj.steps))]
         missing = effect.evaluate(instance, traj, 4, "python nowhere.py").value
         # a library's config written at import (astropy's ~/.astropy/config): no new sandbox for the next state
         cache = effect.evaluate(instance, traj, 0, "mkdir -p ~/.astropy/config && cat calc.py").value
         assert effect.evaluate(instance, traj, 2, "ls /workspace").value == 1.0 and cache == 1.0
         assert effect.sandbox_starts == 1
-    assert own == [1.0] * len(STEPS)
+    assert [r.value for r in reruns] == [1.0] * len(STEPS)
+    # each rerun exits as the run recorded (the failing check included): what bench/effect_real.py counts
+    assert [r.exit_code for r in reruns[:-1]] == [code for _, code in STEPS[:-1]]
     # a read: the image's edit is no step of the expert's; creating the script: a change outside the repository
     # only (nothing in the tree); the fix: doing nothing → 0
     assert empty == [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]

@@ -274,4 +274,6 @@ class SandboxEffect:
             agreement = outcome_agreement(outcomes, pre, post, target_tests(instance))
         value = effect_value(facts, expert, lambda p: is_test_file(p, instance), agreement)
         identical = facts.tree == expert.post
-        return EffectResult(value, identical, facts.python_ok, facts.tree, outcomes, cached=not ran)
+        return EffectResult(
+            value, identical, facts.python_ok, facts.tree, outcomes, cached=not ran, exit_code=facts.exit_code
+        )

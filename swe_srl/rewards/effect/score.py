@@ -221,7 +221,8 @@ def known_outcomes(
 @dataclass(frozen=True)
 class EffectResult:
     """One effect evaluation: ``value`` in [0, 1]; ``identical`` when the action left the expert's tree;
-    ``python_ok`` False when an edited .py file does not parse; ``tests`` the action's outcomes when they ran."""
+    ``python_ok`` False when an edited .py file does not parse; ``tests`` the action's outcomes when they ran;
+    ``exit_code`` the action's (None where it was not run: the expert's own action without ``rerun``)."""
 
     value: float
     identical: bool
@@ -229,6 +230,7 @@ class EffectResult:
     tree: str | None
     tests: Mapping[str, str]
     cached: bool = False
+    exit_code: int | None = None
 
 
 def target_tests(instance) -> list[str]:

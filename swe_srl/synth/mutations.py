@@ -7,10 +7,10 @@ operator inside that function. Edits touch only the mutated tokens so the fix di
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from dataclasses import dataclass
 
+from swe_srl.core.search_replace import make_patch
 from swe_srl.errors import TaskError
 
 OPERATORS = (
@@ -199,10 +199,4 @@ def locate(source: str, qualname: str, operator: str, occurrence: int, path: str
 
 def unified_diff(path: str, before: str, after: str) -> str:
     """A git-style unified diff turning ``before`` into ``after`` for ``path`` (applies with ``git apply``)."""
-    body = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}", n=3
-    )
-    text = "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body
-    )
-    return f"diff --git a/{path} b/{path}\n{text}" if text else ""
+    return make_patch({path: after}, {path: before})

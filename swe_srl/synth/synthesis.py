@@ -155,10 +155,10 @@ class SandboxRunner:
                 raise TaskError(f"mutation patch does not apply: {result.output[-300:]}")
         try:
             # node ids only: with the grader's space-cut aliases a test `t[a b]` would count twice (as `t[a` too)
-            tests, log = run_tests_logged(self.sandbox, self.instance, timeout=300, aliases=False)[:2]  # type: ignore[arg-type]
+            run = run_tests_logged(self.sandbox, self.instance, timeout=300, aliases=False)  # type: ignore[arg-type]
         finally:
             self.sandbox.run(REVERT)  # type: ignore[attr-defined]
-        return tests, log
+        return run.tests, run.log
 
 
 def check_mutation(clean: dict[str, str], mutated: dict[str, str]) -> tuple[list[str], list[str]] | None:

@@ -80,7 +80,7 @@ def engine_cli() -> list[str]:
     """The command-line client of the engine in use: ``docker`` or ``podman --remote --url <socket>``."""
     if engine_name() == "docker":
         return ["docker"]
-    return ["podman", "--remote", "--url", engine_url() or podman.service_url() or ""]
+    return ["podman", "--remote", "--url", engine_url() or ""]  # podman: never None (a socket, or it raises)
 
 
 def use_engine(name: str, url: str) -> None:

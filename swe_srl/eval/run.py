@@ -157,7 +157,7 @@ def eval_instance(instance: Instance, settings: EvalSettings, patch: str | None 
     if record["trajectory"] is not None:
         record["trajectory"]["resolved"] = record["status"] == "resolved"
     record["wall_s"] = round(time.monotonic() - started, 3)
-    if note := unlimited_note():
+    if not settings.no_grade and (note := unlimited_note()):
         record["unlimited_sandboxes"] = note
     return record
 
@@ -230,10 +230,11 @@ def evaluate(
             progress(records[key])
 
     if todo:
-        if not settings.no_grade:  # before any work: refused where the engine would drop the sandboxes' limits
+        if not settings.no_grade:  # --no-grade starts no sandbox and needs no engine
+            # before any work: refused where the engine would drop the sandboxes' limits
             require_enforced()
-        if note := unlimited_note():
-            meta["unlimited_sandboxes"] = note
+            if note := unlimited_note():
+                meta["unlimited_sandboxes"] = note
         by_id = {i.instance_id: i for i in todo}
         tasks = [Task(i.instance_id, eval_instance, (i, settings, _patch(i, preds))) for i in todo]
         with make_eval_executor(settings, workers, ray) as executor:

@@ -83,3 +83,14 @@ def test_eval_help_reads_on_80_columns() -> None:
     assert "--no-" not in proc.stdout.replace(
         "--no-grade", ""
     )  # one flag where one does, no --x/--no-x pairs
+
+
+def test_no_grade_with_unlimited_sandboxes_allowed_still_needs_no_engine(tmp_path: Path) -> None:
+    from swe_srl.benchmark.instances import load_instances
+
+    iid = load_instances("bundled:test")[0].instance_id
+    proc = _cli("--allow-unlimited-sandboxes", "eval", "--policy", "gold", "--protocol", "oracle-edit", "--no-grade",
+                "--instances", iid, "-o", str(tmp_path), env=NO_ENGINE)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    record = json.loads((tmp_path / "results" / f"{iid}.json").read_text())
+    assert record["status"] == "generated" and "unlimited_sandboxes" not in record

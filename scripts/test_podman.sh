@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # The Podman job of scripts/test.sh (run there after the Docker suite; SWE_SRL_PODMAN=0 skips it):
 #  1. root Podman: `swe-srl setup --engine podman` (installs it, starts its service), the 3.11 base and instance
-#     images moved from Docker (`swe-srl images export | import`), then the sandbox, shell, fault, lifecycle and interrupt tests on
-#     real Podman containers; afterwards no swe-srl container, no Podman service and no conmon may be left;
+#     images moved from Docker (`swe-srl images export | import`), then the sandbox, shell, fault, lifecycle, image
+#     build and interrupt tests on real Podman containers; afterwards no swe-srl container, no working container of
+#     a build, no Podman service and no conmon may be left;
 #  2. rootless Podman (a user with subuid/subgid ranges) on this machine's cgroup v1: swe-srl must refuse it
 #     before any work, in one line.
 # Needs root (installs packages, creates the rootless user). Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The interrupt tests under SIGKILL only (the path that leans on the engine: the owner cannot clean up), each once;
-# SIGINT/SIGTERM run the same cleanup code as on Docker, whose suite runs them all.
+# SIGINT/SIGTERM run the same cleanup code as on Docker, whose suite runs them all. An image build is the exception:
+# Podman's is the local `podman build` under the orphan guard, so its stop is tested under each signal.
 INT=tests/e2e/test_interrupts.py
 TESTS=(tests/docker/test_sandbox.py tests/docker/test_shell.py tests/docker/test_env_faults.py
        tests/docker/test_sandbox_lifecycle.py tests/docker/test_sandbox_limits.py tests/docker/test_images_transfer.py
+       tests/docker/test_podman_build.py "$INT::test_stopped_eval_during_an_image_build_leaves_nothing"
        "$INT::test_stopped_eval_leaves_nothing_and_resumes[SIGKILL]" "$INT::test_python_program_using_the_env_leaves_nothing[SIGKILL]"
        "$INT::test_stopped_shell_leaves_nothing[SIGKILL]" "$INT::test_stopped_train_leaves_nothing[SIGKILL]"
        "$INT::test_stopped_validate_does_not_wait_for_the_grading_in_flight")
@@ -38,6 +41,11 @@ eval "$(swe-srl setup --engine podman --no-images)" # exports SWE_SRL_ENGINE=pod
 swe-srl images import "$archive"
 status=0
 python -m pytest -q -p no:cacheprovider "${TESTS[@]}" "$@" || status=$?
+left=$(python -c "from swe_srl.infra import podman_build as b; print(*(w.id[:12] for w in b.working_containers()))")
+if [ -n "$left" ]; then # buildah's working containers of swe-srl builds (`podman ps --external`: Storage)
+  echo "error: Podman builds left working containers behind: $left" >&2
+  status=1
+fi
 swe-srl janitor --engine
 for _ in $(seq 30); do pgrep -x conmon >/dev/null || break; sleep 0.5; done # exec conmons end 5 s after use
 if pgrep -x conmon >/dev/null || pgrep -f "podman system service" >/dev/null; then

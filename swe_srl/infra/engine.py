@@ -86,7 +86,7 @@ def engine_cli() -> list[str]:
 def use_engine(name: str, url: str) -> None:
     """From now on this process (and the processes it starts) use engine ``name`` at ``url``."""
     os.environ.update({ENGINE_ENV: name, "DOCKER_HOST": url})
-    for cached in (engine_name, _cached_client, engine_cpus):
+    for cached in (engine_name, _cached_client, engine_cpus, libpod_info):
         cached.cache_clear()
 
 
@@ -108,6 +108,13 @@ def docker_client() -> docker.DockerClient:
         name, fix = ("Podman", podman.FIX) if chosen_engine() == "podman" else ("Docker", FIX)
         raise DockerUnavailable(f"no {name} engine answers at {host} ({exc}); {fix}") from None
     return client
+
+
+@lru_cache(maxsize=1)
+def libpod_info() -> dict:
+    """Podman's ``/libpod/info`` (host, security, store), asked once per process."""
+    api = docker_client().api
+    return api._result(api._get(api._url("/libpod/info")), True)
 
 
 @lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,11 +20,13 @@ from rich.console import Console
 
 from swe_srl import paths
 from swe_srl.errors import ImageBuildError
+from swe_srl.infra import podman_build
 from swe_srl.infra.engine import docker_client
 from swe_srl.infra.orphan_guard import guarded
 from swe_srl.infra.sandbox.janitor import OWNER, OWNER_LABEL, container_labels
 
 LOG_TAIL_LINES = 40
+GUARD_STOP_S = 30.0
 
 
 @contextmanager
@@ -44,20 +47,26 @@ def run_logged(
     console: Console | None,
     stdin: IO[bytes] | None = None,
     cleanup: Path | None = None,
+    *,
+    log: Path | None = None,
+    env: dict[str, str] | None = None,
+    reap_build: str | None = None,
 ) -> None:
     """Run ``cmd`` showing its last output line as progress; ``ImageBuildError`` with the log tail on failure.
 
     ``cmd`` runs under :mod:`orphan_guard`: it and everything it started end with this process, SIGKILL included,
-    and the guard then removes ``cleanup`` (what only this process would have removed)."""
+    and the guard then removes ``cleanup`` (what only this process would have removed) and the working containers
+    of the Podman build marked ``reap_build``. ``log``: where the whole output goes (default: named after
+    ``what``); ``env``: the command's environment."""
     console = console or Console(stderr=True)
     tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
-    log = (
+    log = log or (
         paths.cache_dir("logs")
         / f"{what.split()[0]}-{what.split()[-1].replace('/', '_').replace(':', '_')}.log"
     )
     with console.status(what) as status, open(log, "w") as out:
-        proc = subprocess.Popen(guarded(cmd, cleanup), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(guarded(cmd, cleanup, reap_build), stdin=stdin, stdout=subprocess.PIPE, env=env,
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)  # fmt: skip
         assert proc.stdout is not None
         try:
             for line in proc.stdout:
@@ -74,11 +83,12 @@ def run_logged(
 
 
 def _end_group(proc: subprocess.Popen) -> None:
-    """Stop ``proc``'s process group (its own session): SIGTERM, up to 5 s for it to end, then SIGKILL."""
+    """Stop the guard (its own session): SIGTERM, up to :data:`GUARD_STOP_S` for it to end what it runs and
+    remove what that left, then SIGKILL."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
+        proc.wait(timeout=GUARD_STOP_S)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -101,7 +111,10 @@ def build_context(
         (context / name).parent.mkdir(parents=True, exist_ok=True)
         (context / name).write_bytes(data)
     (context / "Dockerfile").write_text(run_labelled(dockerfile))
-    _docker_build(tag, context, console or Console(stderr=True))
+    if podman_build.local_store() is not None:
+        _podman_build(tag, context, console or Console(stderr=True))
+    else:
+        _docker_build(tag, context, console or Console(stderr=True))
 
 
 def build_log_path(tag: str) -> Path:
@@ -157,6 +170,17 @@ def _docker_build(tag: str, context: Path, console: Console) -> None:
     if error:
         body = "\n".join(tail)
         raise ImageBuildError(f"building {tag} failed: {error}; full build log: {log}; last lines:\n{body}")
+    log.unlink(missing_ok=True)  # built: the image is the record
+    console.print(f"[green]built[/] {tag}")
+
+
+def _podman_build(tag: str, context: Path, console: Console) -> None:
+    """Podman's build of ``context`` by the local ``podman build`` (:mod:`podman_build`): under the guard it ends
+    with this process, SIGKILL included, and its working containers are removed."""
+    token = uuid.uuid4().hex
+    cmd = podman_build.build_command(tag, context, {OWNER_LABEL: OWNER}, container_labels(), token)
+    log = build_log_path(tag)
+    run_logged(cmd, f"building {tag}", console, log=log, env=podman_build.cli_env(), reap_build=token)
     log.unlink(missing_ok=True)  # built: the image is the record
     console.print(f"[green]built[/] {tag}")
 

@@ -57,6 +57,13 @@ def _comm(pid: int) -> str:
         return ""
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _descendants(root: int) -> dict[int, str]:
     """Every process below ``root`` now: pid → start time (so a reused pid is not mistaken for it)."""
     table = {}
@@ -106,10 +113,14 @@ class Run:
         self.seen: dict[int, str] = {}
 
     def wait_for_container(self, docker_engine, timeout: float = 300) -> None:
+        self.wait_for(lambda: _running(docker_engine, self.run_id), "a container of the run", timeout)
+
+    def wait_for(self, ready, what: str, timeout: float = 300) -> None:
+        """Until ``ready()``, remembering the processes the run starts meanwhile."""
         deadline = time.monotonic() + timeout
-        while not _running(docker_engine, self.run_id):
-            assert self.proc.poll() is None, f"ended before a container ran:\n{self.log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, "no container of the run started"
+        while not ready():
+            assert self.proc.poll() is None, f"ended before {what} ran:\n{self.log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"{what} did not start"
             self.seen |= _descendants(self.proc.pid)
             time.sleep(0.3)
         self.seen |= _descendants(self.proc.pid)
@@ -185,14 +196,13 @@ def _slow_build_dataset(path: Path) -> Path:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_stopped_eval_during_an_image_build_leaves_nothing(docker_engine, tmp_path: Path, sig) -> None:
-    """``sig`` while the engine runs a step of the task's env image build: the build's step container carries the
-    run's labels and is gone within 60 s with the run's processes; another run's container is left alone."""
-    from swe_srl.infra.engine import engine_name
+    """``sig`` while a step of the task's env image build runs: within 60 s the step is gone with the run's
+    processes, and what the build made to run it too (Docker: the step container, which carries the run's labels;
+    Podman: the RUN step's processes, in a session of their own, and buildah's working containers, marked with the
+    run's labels); another run's container is left alone."""
+    from swe_srl.infra import podman_build
     from swe_srl.infra.images import ensure_base_image
 
-    if engine_name() == "podman":  # known gap, docs/cluster.md "Podman's gaps"
-        pytest.skip("Podman builds inside its service (buildah): no step container to watch, and a stopped client "
-                    "does not cancel the build")  # fmt: skip
     dataset = _slow_build_dataset(tmp_path / "slow.jsonl")
     other = docker_engine.containers.run(
         ensure_base_image(),
@@ -201,17 +211,36 @@ def test_stopped_eval_during_an_image_build_leaves_nothing(docker_engine, tmp_pa
         labels={"swe-srl.owner": "swe-srl", "swe-srl.run-id": f"other-{uuid.uuid4().hex[:8]}",
                 "swe-srl.pid": str(os.getpid()), "swe-srl.host": os.uname().nodename},
     )  # fmt: skip
+    podman = podman_build.local_store() is not None
+
+    def working() -> list[str]:
+        return [
+            w.id for w in podman_build.working_containers() if w.labels.get("swe-srl.run-id") == run.run_id
+        ]
+
+    def setup_step_runs() -> bool:
+        return any("swe-srl-setup.sh" in _cmdline(p) for p in _descendants(run.proc.pid))
+
     try:
         args = ["--policy", "gold", "--dataset", str(dataset), "-o", str(tmp_path / "run")]
         run = Run([*CLI, "eval", *args], tmp_path / "build")
-        run.wait_for_container(docker_engine)
-        (step,) = _containers(docker_engine, run.run_id)
-        assert "swe-srl-setup.sh" in str(step.attrs.get("Command")), (
-            step.attrs
-        )  # the build's, not an episode's
+        if podman:
+            run.wait_for(lambda: bool(working()) and setup_step_runs(), "the env build's setup step")
+        else:
+            run.wait_for_container(docker_engine)
+            (step,) = _containers(docker_engine, run.run_id)
+            assert "swe-srl-setup.sh" in str(step.attrs.get("Command")), (
+                step.attrs
+            )  # the build's, not an episode's
         code = run.stop_and_check(docker_engine, sig)
         if sig != signal.SIGKILL:
             assert code in ((1, 130) if sig == signal.SIGINT else (128 + sig,)), run.log.read_text()[-2000:]
+        if podman:  # the guard removes them once the step's processes are gone (checked above)
+            deadline = time.monotonic() + GONE_S
+            while (left := working()) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            podman_build.remove_working(left)
+            assert not left, f"working containers left {GONE_S:g}s after {signal.Signals(sig).name}: {left}"
         other.reload()
         assert other.status == "running"
     finally:

@@ -1,6 +1,7 @@
 """A host command of an image build (debootstrap, ``docker import``) ends with its run: Ctrl-C, SIGTERM or SIGKILL
-of the process running :func:`run_logged` stops the command and every process it started (a real process tree);
-after a SIGKILL the guard also removes the half-built directory the run can no longer remove."""
+of the process running :func:`run_logged` stops the command and every process it started (a real process tree),
+also in a session of its own (as ``podman build`` runs a RUN step) or orphaned by a parent that exited; after a
+SIGKILL the guard also removes the half-built directory the run can no longer remove."""
 
 from __future__ import annotations
 
@@ -24,9 +25,13 @@ from swe_srl.infra.sandbox.signals import install_sigterm_handler
 
 install_sigterm_handler()  # as every swe-srl command does
 scratch = Path(sys.argv[1])
-cmd = ["bash", "-c", f"touch {scratch}/half-built; sleep 300 & sleep 301 & wait"]
+script = "sleep 300 & sleep 301 & setsid sleep 302 & (setsid sleep 303 &); wait"
+cmd = ["bash", "-c", f"touch {scratch}/half-built; {script}"]
 run_logged(cmd, "debootstrap test for t", None, cleanup=scratch)
 """
+
+
+SLEEPS = (300, 301, 302, 303)
 
 
 def _sleeps_below(root: int) -> list[int]:
@@ -37,7 +42,7 @@ def _sleeps_below(root: int) -> list[int]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if cmdline[:2] in ([b"sleep", b"300"], [b"sleep", b"301"]) and _env_marker(int(entry), root):
+        if cmdline[:2] in ([b"sleep", str(n).encode()] for n in SLEEPS) and _env_marker(int(entry), root):
             found.append(int(entry))
     return found
 
@@ -58,7 +63,7 @@ def test_interrupted_build_command_leaves_no_process(sig: int, tmp_path: Path) -
     proc = subprocess.Popen([sys.executable, "-c", PROGRAM, str(scratch)], env=env, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline = time.monotonic() + 60
-    while len(_sleeps_below(int(marker))) < 2:
+    while len(_sleeps_below(int(marker))) < len(SLEEPS):
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.2)
     proc.send_signal(sig)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from swe_srl.errors import LimitsUnenforced
-from swe_srl.infra.engine import docker_client, engine_name
+from swe_srl.infra.engine import docker_client, engine_name, libpod_info
 from swe_srl.infra.sandbox.base import ALLOW_UNLIMITED_ENV as ALLOW_ENV
 from swe_srl.infra.sandbox.base import Limits
 
@@ -81,11 +81,9 @@ def docker_facts(info: dict) -> EngineFacts:
 @lru_cache(maxsize=1)
 def engine_facts() -> EngineFacts:
     """The engine in use, asked once per process."""
-    client = docker_client()
     if engine_name() == "podman":
-        api = client.api
-        return podman_facts(api._result(api._get(api._url("/libpod/info")), True))
-    return docker_facts(client.info())
+        return podman_facts(libpod_info())
+    return docker_facts(docker_client().info())
 
 
 def allow_unlimited() -> bool:

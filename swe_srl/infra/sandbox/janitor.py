@@ -8,8 +8,9 @@ threads via :func:`stop_threads`); the janitor (:func:`reap`) is for engines tha
 
 Every swe-srl container carries ``swe-srl.owner=swe-srl``, ``swe-srl.run-id``, ``swe-srl.pid``, ``swe-srl.host``
 and ``swe-srl.created-at`` (unix seconds), the step containers of an image build too (``image_build.run_labelled``;
-the engine removes them itself when the build's connection closes, SIGKILL included). ``reap()`` removes those whose creating process is gone (same host),
-that are older than a given age, or all of them.
+the engine removes them itself when the build's connection closes, SIGKILL included). ``reap()`` removes those whose
+creating process is gone (same host), that are older than a given age, or all of them; on Podman also the working
+containers a killed ``podman build`` left (``podman_build``: they carry the same marks as build arguments).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Protocol
 import docker
 
 from swe_srl.errors import SandboxError
+from swe_srl.infra import podman_build
 from swe_srl.infra.engine import docker_client
 
 OWNER_LABEL = "swe-srl.owner"
@@ -159,4 +161,9 @@ def reap(
             continue
         name = (container.attrs.get("Names") or [container.id[:12]])[0].lstrip("/")
         reaped.append(Reaped(container.id, name, reason))
+    for working in podman_build.working_containers():
+        reason = orphan_reason(working.labels, older_than_h=older_than_h, everything=everything, ended=ended)
+        if reason is not None:
+            podman_build.remove_working([working.id])
+            reaped.append(Reaped(working.id, working.name, reason))
     return reaped

@@ -50,7 +50,9 @@ def test_a_build_runs_locally_and_leaves_only_its_image(podman_store, tmp_path: 
         labels = image.labels
         assert labels["swe-srl.owner"] == "swe-srl" and labels["swe-srl.run-id"] == ""  # no run's labels kept
         added = set(_podman("images", "--all", "--quiet", "--no-trunc").split()) - before
-        assert {i.removeprefix("sha256:") for i in added} == {image.id.removeprefix("sha256:")}  # no intermediate images (no layer cache)
+        assert {i.removeprefix("sha256:") for i in added} == {
+            image.id.removeprefix("sha256:")
+        }  # no intermediate images (no layer cache)
         assert podman_build.working_containers() == []
     finally:
         subprocess.run(

@@ -21,7 +21,7 @@ from rich.console import Console
 from swe_srl import paths
 from swe_srl.errors import ImageBuildError
 from swe_srl.infra import podman_build
-from swe_srl.infra.engine import docker_client
+from swe_srl.infra.engine import docker_client, image_exists
 from swe_srl.infra.orphan_guard import guarded
 from swe_srl.infra.sandbox.janitor import OWNER, OWNER_LABEL, container_labels
 
@@ -178,6 +178,8 @@ def _podman_build(tag: str, context: Path, console: Console) -> None:
     """Podman's build of ``context`` by the local ``podman build`` (:mod:`podman_build`): under the guard it ends
     with this process, SIGKILL included, and its working containers are removed."""
     token = uuid.uuid4().hex
+    dockerfile = context / "Dockerfile"
+    dockerfile.write_text(podman_build.qualify_from(dockerfile.read_text(), image_exists))
     cmd = podman_build.build_command(tag, context, {OWNER_LABEL: OWNER}, container_labels(), token)
     log = build_log_path(tag)
     run_logged(cmd, f"building {tag}", console, log=log, env=podman_build.cli_env(), reap_build=token)

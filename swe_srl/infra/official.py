@@ -43,6 +43,7 @@ from swe_srl.infra.executables import SESSION_INIT_LABEL, list_executables
 from swe_srl.infra.harness import harness_files, pin_tool_python
 from swe_srl.infra.image_build import build_context, file_lock, run_logged
 from swe_srl.infra.images import recipe_hash, safe_tag
+from swe_srl.infra.sources import qualified
 
 NAMESPACE = "swebench"
 ARCH = "x86_64"
@@ -118,7 +119,11 @@ def ensure_official_image(instance: Instance, *, console: Console | None = None)
     if not image_exists(official):
         with file_lock(official):
             if not image_exists(official):
-                run_logged([*engine_cli(), "pull", official], f"{engine_cli()[0]} pull {official}", console)
+                run_logged(
+                    [*engine_cli(), "pull", qualified(official)],
+                    f"{engine_cli()[0]} pull {official}",
+                    console,
+                )
     tag = layer_tag(instance, official, docker_client().images.get(official).id)
     if image_exists(tag):
         return tag

@@ -31,6 +31,7 @@ PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.5
 GRACE_S = 2.0
 KILL_S = 10.0
+REAP_S = 15.0
 STOPS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
@@ -189,19 +190,15 @@ def _orphaned(proc: subprocess.Popen | None, cleanup: Path | None, token: str | 
 
 
 def _reap_build(token: str | None) -> None:
-    """Remove the working containers of the stopped Podman build marked ``token`` (its own cleanup never ran)."""
+    """Remove the working containers of the stopped Podman build marked ``token`` (its own cleanup never ran), in
+    a process of its own (``python -m swe_srl.infra.podman_build reap TOKEN``: the guard stays light)."""
     if token is None:
         return
-    try:
-        from swe_srl.infra import podman_build  # only now: it imports the engine's client
-
-        podman_build.reap_build(token)
-    except Exception as exc:  # the janitor removes them later (their run is gone)
-        with contextlib.suppress(OSError):  # nobody may read our output any more
-            print(
-                f"orphan_guard: removing the working containers of build {token} failed: {exc}",
-                file=sys.stderr,
-            )
+    cmd = [sys.executable, "-m", "swe_srl.infra.podman_build", "reap", token]
+    with contextlib.suppress(
+        OSError, subprocess.TimeoutExpired
+    ):  # else the janitor removes them (the run is gone)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=REAP_S, check=False)
 
 
 def _ignore_stops() -> None:

@@ -12,7 +12,7 @@ build), which buildah records in each working container's ``buildah.json``; thro
 build's containers after a stop (:func:`reap_build`) and the janitor those of runs that are gone
 (:func:`working_containers`). The marks are not ``ARG``s of the Dockerfile, so they do not reach the image.
 
-It imports nothing heavy at the top: the guard imports it after a stop.
+``python -m swe_srl.infra.podman_build reap TOKEN`` is :func:`reap_build`, what the guard runs after a stop.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from swe_srl.infra import podman
 from swe_srl.infra.engine import engine_name, libpod_info
+from swe_srl.infra.sources import qualified
 
 MARKS = {
     "swe-srl.run-id": "SWE_SRL_RUN_ID",
@@ -100,6 +102,21 @@ def build_command(
             f"--build-arg={TOKEN_ARG}={token}", "--tag", tag, str(context)]  # fmt: skip
 
 
+def qualify_from(dockerfile: str, is_local) -> str:
+    """``dockerfile`` with each ``FROM`` image that ``is_local(name)`` denies written with its registry
+    (``sources.qualified``): Podman would pull a short name only through a search list (pure function)."""
+    lines, stages = [], {"scratch"}
+    for line in dockerfile.splitlines():
+        words = [w for w in line.split() if not w.startswith("--")]  # FROM --platform=… image [AS name]
+        if len(words) >= 2 and words[0].upper() == "FROM":
+            if words[1].lower() not in stages and not is_local(words[1]):
+                line = line.replace(words[1], qualified(words[1]), 1)
+            if len(words) == 4 and words[2].upper() == "AS":
+                stages.add(words[3].lower())
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
 def working_from(entry_id: str, name: str, buildah_json: dict) -> Working | None:
     """The swe-srl build a working container's ``buildah.json`` names (pure function); None for other builds."""
     args = buildah_json.get("Args") or {}
@@ -143,3 +160,9 @@ def reap_build(token: str) -> int:
     ids = [w.id for w in working_containers(cli_store()) if w.token == token]
     remove_working(ids)
     return len(ids)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["reap"] or len(sys.argv) != 3:
+        sys.exit("usage: python -m swe_srl.infra.podman_build reap TOKEN")
+    print(f"removed {reap_build(sys.argv[2])} working container(s)")

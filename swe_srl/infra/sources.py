@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -29,7 +30,7 @@ import docker
 import requests
 
 from swe_srl.errors import ConfigError, DockerUnavailable
-from swe_srl.infra.engine import image_exists
+from swe_srl.infra.engine import engine_cli, engine_name, image_exists
 
 SOURCES = ("auto", "swebench", "registry", "debootstrap")
 BASE_SOURCES = ("auto", "debootstrap", "registry")
@@ -81,6 +82,15 @@ def registry_of(name: str) -> str:
     return first if rest and ("." in first or ":" in first or first == "localhost") else "docker.io"
 
 
+def qualified(name: str) -> str:
+    """``name`` with its registry, as Docker reads a short name (``python:3.11-slim`` →
+    ``docker.io/library/python:3.11-slim``; ``swebench/x`` → ``docker.io/swebench/x``). Podman pulls short names
+    only through an ``unqualified-search-registries`` list, which a stock configuration lacks."""
+    if registry_of(name) != "docker.io" or name.startswith("docker.io/"):
+        return name
+    return f"docker.io/{name}" if "/" in name else f"docker.io/library/{name}"
+
+
 @lru_cache(maxsize=1)
 def _probe_client() -> docker.DockerClient:
     return docker.from_env(timeout=PROBE_TIMEOUT_S)
@@ -97,6 +107,8 @@ def probe_image(name: str) -> tuple[bool, str]:
     host = registry_of(name)
     if host in _unreachable:
         return False, f"not local; registry {host} unreachable ({_unreachable[host]})"
+    if engine_name() == "podman":  # its Docker API has no /distribution: it answers 404 for every name
+        return _probe_with_cli(name, host)
     try:
         _probe_client().api.inspect_distribution(name)
     except docker.errors.APIError as exc:
@@ -109,6 +121,24 @@ def probe_image(name: str) -> tuple[bool, str]:
         _unreachable[host] = f"no answer within {PROBE_TIMEOUT_S:g}s: {type(exc).__name__}"
         return False, f"not local; registry {host} unreachable ({_unreachable[host]})"
     return True, f"pullable from {host}"
+
+
+def _probe_with_cli(name: str, host: str) -> tuple[bool, str]:
+    """:func:`probe_image`'s registry question through the engine's CLI (``podman manifest inspect``), which asks
+    with the engine's own registry configuration (mirrors, credentials)."""
+    cmd = [*engine_cli(), "manifest", "inspect", qualified(name)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        _unreachable[host] = f"no answer within {PROBE_TIMEOUT_S:g}s"
+        return False, f"not local; registry {host} unreachable ({_unreachable[host]})"
+    if proc.returncode == 0:
+        return True, f"pullable from {host}"
+    text = proc.stderr.strip().removeprefix("Error: ")[-160:]
+    if any(word in text.lower() for word in _ABSENT) and "no such host" not in text:
+        return False, f"not local; not in registry {host} ({text})"
+    _unreachable[host] = text
+    return False, f"not local; registry {host} unreachable ({text})"
 
 
 @dataclass(frozen=True)

@@ -111,3 +111,30 @@ def test_the_janitor_removes_the_working_containers_of_gone_runs_only(podman_sto
         podman_build.remove_working(
             [w.id for w in podman_build.working_containers() if w.token in (dead, live)]
         )
+
+
+def test_registry_images_are_asked_for_by_their_full_name(podman_store) -> None:
+    """Podman resolves no short name without a search list (Debian's has none): a build's ``FROM``, an official
+    image's pull and the source probe name the registry, as Docker reads the short name. Offline, each then fails
+    at the registry (online, the absent names are refused there), never at short-name resolution."""
+    from swe_srl.benchmark.instances import Instance, load_instances
+    from swe_srl.errors import ImageBuildError
+    from swe_srl.infra.official import ensure_official_image
+    from swe_srl.infra.sources import probe_image
+
+    with pytest.raises(ImageBuildError) as built:
+        build_context(
+            f"swe-srl/test-build:{uuid.uuid4().hex[:10]}", "FROM swe-srl-absent:never\nRUN true\n", {}, None
+        )
+    assert "docker.io/library/swe-srl-absent:never" in str(built.value) and "short-name" not in str(
+        built.value
+    )
+    record = load_instances("bundled:test")[0].to_record() | {"instance_id": "swe-srl__absent-1"}
+    with pytest.raises(ImageBuildError) as pulled:
+        ensure_official_image(Instance.from_record(record))
+    assert "docker.io/swebench/sweb.eval" in str(pulled.value) and "short-name" not in str(pulled.value)
+    found, what = probe_image("swebench/sweb.eval.x86_64.swe-srl_1776_absent-1:latest")
+    assert not found and "404" not in what, (
+        what
+    )  # Podman's Docker API answers 404 to any /distribution question
+    assert "not in registry docker.io" in what or "registry docker.io unreachable" in what, what

@@ -2,7 +2,7 @@
 # The Podman job of scripts/test.sh (run there after the Docker suite; SWE_SRL_PODMAN=0 skips it):
 #  1. root Podman: `swe-srl setup --engine podman` (installs it, starts its service), the 3.11 base and instance
 #     images moved from Docker (`swe-srl images export | import`), then the sandbox, shell, fault, lifecycle, image
-#     build and interrupt tests on real Podman containers; afterwards no swe-srl container, no working container of
+#     build, registry pull and interrupt tests on real Podman containers; afterwards no swe-srl container, no working container of
 #     a build, no Podman service and no conmon may be left;
 #  2. rootless Podman (a user with subuid/subgid ranges) on this machine's cgroup v1: swe-srl must refuse it
 #     before any work, in one line.
@@ -15,7 +15,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 INT=tests/e2e/test_interrupts.py
 TESTS=(tests/docker/test_sandbox.py tests/docker/test_shell.py tests/docker/test_env_faults.py
        tests/docker/test_sandbox_lifecycle.py tests/docker/test_sandbox_limits.py tests/docker/test_images_transfer.py
-       tests/docker/test_podman_build.py "$INT::test_stopped_eval_during_an_image_build_leaves_nothing"
+       tests/docker/test_podman_build.py tests/docker/test_podman_registry.py
+       "$INT::test_stopped_eval_during_an_image_build_leaves_nothing"
        "$INT::test_stopped_eval_leaves_nothing_and_resumes[SIGKILL]" "$INT::test_python_program_using_the_env_leaves_nothing[SIGKILL]"
        "$INT::test_stopped_shell_leaves_nothing[SIGKILL]" "$INT::test_stopped_train_leaves_nothing[SIGKILL]"
        "$INT::test_stopped_validate_does_not_wait_for_the_grading_in_flight")
@@ -34,6 +35,8 @@ cleanup() {
 trap cleanup EXIT
 
 echo "==> Podman (root): setup, images from Docker, sandbox tests"
+# a real registry for the official-image pulls through Podman (tests/docker/test_podman_registry.py)
+command -v docker-registry >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null
 # the 3.11 base and the bundled suite's instance images (built by install.sh): one archive, shared layers once
 mapfile -t images < <(swe-srl images build --dataset bundled 2>/dev/null | awk '{print $NF}')
 swe-srl images export "$(swe-srl images base --python 3.11)" "${images[@]}" -o "$archive"

@@ -37,6 +37,8 @@ BASE_SOURCES = ("auto", "debootstrap", "registry")
 IMAGE_SOURCE_ENV = "SWE_SRL_IMAGE_SOURCE"
 BASE_SOURCE_ENV = "SWE_SRL_BASE_SOURCE"
 PROBE_TIMEOUT_S = 5.0
+SINGLE_OCI_IMAGE = "Treating single images as manifest lists is not implemented"
+"""Podman 4.3's ``manifest inspect`` fetched an image's manifest (so it is there) but prints only lists."""
 _ABSENT = ("manifest unknown", "not found", "denied", "unauthorized", "does not exist")
 _unreachable: dict[str, str] = {}
 """Registry host → why it did not answer (asked once per process)."""
@@ -132,7 +134,7 @@ def _probe_with_cli(name: str, host: str) -> tuple[bool, str]:
     except subprocess.TimeoutExpired:
         _unreachable[host] = f"no answer within {PROBE_TIMEOUT_S:g}s"
         return False, f"not local; registry {host} unreachable ({_unreachable[host]})"
-    if proc.returncode == 0:
+    if proc.returncode == 0 or SINGLE_OCI_IMAGE in proc.stderr:
         return True, f"pullable from {host}"
     text = proc.stderr.strip().removeprefix("Error: ")[-160:]
     if any(word in text.lower() for word in _ABSENT) and "no such host" not in text:

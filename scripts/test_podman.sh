@@ -2,7 +2,7 @@
 # The Podman job of scripts/test.sh (run there after the Docker suite; SWE_SRL_PODMAN=0 skips it):
 #  1. root Podman: `swe-srl setup --engine podman` (installs it, starts its service), the 3.11 base and instance
 #     images moved from Docker (`swe-srl images export | import`), then the sandbox, shell, fault, lifecycle, image
-#     build, registry pull and interrupt tests on real Podman containers; afterwards no swe-srl container, no working container of
+#     build, registry pull, grading attack and interrupt tests on real Podman containers; afterwards no swe-srl container, no working container of
 #     a build, no Podman service and no conmon may be left;
 #  2. rootless Podman (a user with subuid/subgid ranges) on this machine's cgroup v1: swe-srl must refuse it
 #     before any work, in one line.
@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 INT=tests/e2e/test_interrupts.py
 TESTS=(tests/docker/test_sandbox.py tests/docker/test_shell.py tests/docker/test_env_faults.py
        tests/docker/test_sandbox_lifecycle.py tests/docker/test_sandbox_limits.py tests/docker/test_images_transfer.py
-       tests/docker/test_podman_build.py tests/docker/test_podman_registry.py
+       tests/docker/test_podman_build.py tests/docker/test_podman_registry.py tests/docker/test_grading_attacks.py
        "$INT::test_stopped_eval_during_an_image_build_leaves_nothing"
        "$INT::test_stopped_eval_leaves_nothing_and_resumes[SIGKILL]" "$INT::test_python_program_using_the_env_leaves_nothing[SIGKILL]"
        "$INT::test_stopped_shell_leaves_nothing[SIGKILL]" "$INT::test_stopped_train_leaves_nothing[SIGKILL]"
@@ -24,7 +24,7 @@ ROOTLESS_USER=swesrl-rootless
 archive=$(mktemp --suffix .tar)
 rootless_pid=
 cleanup() {
-  rm -f "$archive"
+  rm -f "$archive" "${rootless_log:-}"
   SWE_SRL_ENGINE=podman swe-srl janitor --engine >/dev/null 2>&1 || true
   if [ -n "$rootless_pid" ]; then # the service, then the user's namespace holder (rootless Podman's pause process)
     kill "$rootless_pid" 2>/dev/null || true
@@ -64,10 +64,12 @@ grep -q "^$ROOTLESS_USER:" /etc/subuid || usermod --add-subuids 200000-265535 --
 uid=$(id -u "$ROOTLESS_USER")
 install -d -o "$ROOTLESS_USER" -m 700 "/run/user/$uid"
 sock="/run/user/$uid/swe-srl-podman.sock"
+rootless_log=$(mktemp)
 runuser -u "$ROOTLESS_USER" -- env XDG_RUNTIME_DIR="/run/user/$uid" HOME="/home/$ROOTLESS_USER" \
-  podman system service --time=0 "unix://$sock" >/dev/null 2>&1 &
+  podman system service --time=0 "unix://$sock" >"$rootless_log" 2>&1 &
 rootless_pid=$!
-for _ in $(seq 60); do [ -S "$sock" ] && break; sleep 0.25; done
+for _ in $(seq 240); do [ -S "$sock" ] && break; sleep 0.25; done # up to 60 s: a loaded machine starts it slowly
+[ -S "$sock" ] || { echo "error: the rootless Podman service did not start; its log:" >&2; cat "$rootless_log" >&2; status=1; }
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   echo "cgroup v2 here: the refusal check is for cgroup v1 hosts; skipped"
 else

@@ -78,12 +78,16 @@ def cli_store() -> tuple[str, str] | None:
     return (root, driver) if proc.returncode == 0 and root and driver else None
 
 
-@lru_cache(maxsize=1)
 def local_store() -> tuple[str, str] | None:
-    """The storage the engine's Podman service and the local ``podman`` share (asked once per process); None when
-    the engine is not Podman or they do not share one (another user's service, a remote one): builds then go
-    through the API."""
-    if engine_name() != "podman":
+    """The storage the engine's Podman service and the local ``podman`` share (asked once per process and engine);
+    None when the engine is not Podman or they do not share one (another user's service, a remote one): builds
+    then go through the API."""
+    return _shared_store(engine_name(), os.environ.get("DOCKER_HOST", ""))
+
+
+@lru_cache(maxsize=4)
+def _shared_store(engine: str, url: str) -> tuple[str, str] | None:
+    if engine != "podman":
         return None
     local = cli_store()
     service = libpod_info().get("store") or {}

@@ -102,7 +102,8 @@ def build_context(
     *,
     context: Path | None = None,
 ) -> None:
-    """``docker build`` of ``dockerfile`` + ``files`` (written into ``context`` or a temp dir) tagged ``tag``."""
+    """The engine's build of ``dockerfile`` + ``files`` (written into ``context`` or a temp dir) tagged ``tag``:
+    through Docker's API, or by the local ``podman build`` where it shares the Podman service's storage."""
     if context is None:
         with tempfile.TemporaryDirectory(prefix="swe-srl-build-") as tmp:
             build_context(tag, dockerfile, files, console, context=Path(tmp))
@@ -138,9 +139,9 @@ def _is_from(line: str) -> bool:
 
 
 def _docker_build(tag: str, context: Path, console: Console) -> None:
-    """The engine's build of ``context``. The engine cancels the build and removes its step container
+    """The engine's build of ``context`` through its API. Docker cancels the build and removes its step container
     (``forcerm``) when this process's connection closes, so an interrupted or killed run (SIGKILL included)
-    leaves no build container behind."""
+    leaves no build container behind (a Podman service does not: :func:`_podman_build`)."""
     tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
     api = docker_client().api
     error = None

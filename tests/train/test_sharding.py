@@ -45,6 +45,7 @@ want = generate_ids(whole, tokenizer, [[1, 2, 3, 4]], 3 + 2 * rank + calls - 1)
 with torch.no_grad():
     model(torch.tensor([[1, 2, 3]]))  # a collective forward on the sharded model still works
 print(f"rank {rank}: {'same' if out == want else 'DIFF'} {len(out[0])}", flush=True)
+dist.barrier()  # neither rank tears gloo down while the other still uses it (std::terminate at exit)
 dist.destroy_process_group()
 """
 

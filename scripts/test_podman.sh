@@ -36,7 +36,8 @@ trap cleanup EXIT
 
 echo "==> Podman (root): setup, images from Docker, sandbox tests"
 # a real registry for the official-image pulls through Podman (tests/docker/test_podman_registry.py)
-command -v docker-registry >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null
+command -v docker-registry >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null ||
+  echo "warning: docker-registry could not be installed; the registry pull test is skipped" >&2
 # the 3.11 base and the bundled suite's instance images (built by install.sh): one archive, shared layers once
 mapfile -t images < <(swe-srl images build --dataset bundled 2>/dev/null | awk '{print $NF}')
 swe-srl images export "$(swe-srl images base --python 3.11)" "${images[@]}" -o "$archive"

@@ -111,8 +111,11 @@ def build_context(
     for name, data in files.items():
         (context / name).parent.mkdir(parents=True, exist_ok=True)
         (context / name).write_bytes(data)
-    (context / "Dockerfile").write_text(run_labelled(dockerfile))
-    if podman_build.local_store() is not None:
+    text, local_podman = run_labelled(dockerfile), podman_build.local_store() is not None
+    if local_podman:  # Podman pulls a short name only through a search list
+        text = podman_build.qualify_from(text, image_exists)
+    (context / "Dockerfile").write_text(text)
+    if local_podman:
         _podman_build(tag, context, console or Console(stderr=True))
     else:
         _docker_build(tag, context, console or Console(stderr=True))
@@ -179,8 +182,6 @@ def _podman_build(tag: str, context: Path, console: Console) -> None:
     """Podman's build of ``context`` by the local ``podman build`` (:mod:`podman_build`): under the guard it ends
     with this process, SIGKILL included, and its working containers are removed."""
     token = uuid.uuid4().hex
-    dockerfile = context / "Dockerfile"
-    dockerfile.write_text(podman_build.qualify_from(dockerfile.read_text(), image_exists))
     cmd = podman_build.build_command(tag, context, {OWNER_LABEL: OWNER}, container_labels(), token)
     log = build_log_path(tag)
     run_logged(cmd, f"building {tag}", console, log=log, env=podman_build.cli_env(), reap_build=token)

@@ -195,9 +195,8 @@ def _reap_build(token: str | None) -> None:
     if token is None:
         return
     cmd = [sys.executable, "-m", "swe_srl.infra.podman_build", "reap", token]
-    with contextlib.suppress(
-        OSError, subprocess.TimeoutExpired
-    ):  # else the janitor removes them (the run is gone)
+    # on failure the janitor removes them later (their run is gone)
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=REAP_S, check=False)
 
 

@@ -161,7 +161,8 @@ def remove_working(ids: list[str]) -> None:
 
 def reap_build(token: str) -> int:
     """Remove the working containers of the build marked ``token``; how many (the guard, after ending it)."""
-    ids = [w.id for w in working_containers(cli_store()) if w.token == token]
+    store = cli_store()
+    ids = [w.id for w in working_containers(store) if w.token == token] if store is not None else []
     remove_working(ids)
     return len(ids)
 

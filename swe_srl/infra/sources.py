@@ -108,7 +108,7 @@ def probe_image(name: str) -> tuple[bool, str]:
         return False, str(exc)[:160]
     host = registry_of(name)
     if host in _unreachable:
-        return False, f"not local; registry {host} unreachable ({_unreachable[host]})"
+        return _unreachable_now(host, _unreachable[host])
     if engine_name() == "podman":  # its Docker API has no /distribution: it answers 404 for every name
         return _probe_with_cli(name, host)
     try:
@@ -117,11 +117,9 @@ def probe_image(name: str) -> tuple[bool, str]:
         text = f"{exc.status_code} {exc.explanation or exc}"
         if exc.status_code in (401, 403, 404) or any(word in text.lower() for word in _ABSENT):
             return False, f"not local; not in registry {host} ({text[:160]})"
-        _unreachable[host] = text[:160]
-        return False, f"not local; registry {host} unreachable ({text[:160]})"
+        return _unreachable_now(host, text[:160])
     except (requests.RequestException, docker.errors.DockerException) as exc:
-        _unreachable[host] = f"no answer within {PROBE_TIMEOUT_S:g}s: {type(exc).__name__}"
-        return False, f"not local; registry {host} unreachable ({_unreachable[host]})"
+        return _unreachable_now(host, f"no answer within {PROBE_TIMEOUT_S:g}s: {type(exc).__name__}")
     return True, f"pullable from {host}"
 
 
@@ -132,15 +130,19 @@ def _probe_with_cli(name: str, host: str) -> tuple[bool, str]:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        _unreachable[host] = f"no answer within {PROBE_TIMEOUT_S:g}s"
-        return False, f"not local; registry {host} unreachable ({_unreachable[host]})"
+        return _unreachable_now(host, f"no answer within {PROBE_TIMEOUT_S:g}s")
     if proc.returncode == 0 or SINGLE_OCI_IMAGE in proc.stderr:
         return True, f"pullable from {host}"
     text = proc.stderr.strip().removeprefix("Error: ")[-160:]
     if any(word in text.lower() for word in _ABSENT) and "no such host" not in text:
         return False, f"not local; not in registry {host} ({text})"
-    _unreachable[host] = text
-    return False, f"not local; registry {host} unreachable ({text})"
+    return _unreachable_now(host, text)
+
+
+def _unreachable_now(host: str, why: str) -> tuple[bool, str]:
+    """:func:`probe_image`'s answer for a registry that did not answer; it is not asked again by this process."""
+    _unreachable[host] = why
+    return False, f"not local; registry {host} unreachable ({why})"
 
 
 @dataclass(frozen=True)

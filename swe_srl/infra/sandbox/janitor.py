@@ -161,9 +161,10 @@ def reap(
             continue
         name = (container.attrs.get("Names") or [container.id[:12]])[0].lstrip("/")
         reaped.append(Reaped(container.id, name, reason))
-    for working in podman_build.working_containers():
-        reason = orphan_reason(working.labels, older_than_h=older_than_h, everything=everything, ended=ended)
+    working = []
+    for build in podman_build.working_containers():
+        reason = orphan_reason(build.labels, older_than_h=older_than_h, everything=everything, ended=ended)
         if reason is not None:
-            podman_build.remove_working([working.id])
-            reaped.append(Reaped(working.id, working.name, reason))
-    return reaped
+            working.append(Reaped(build.id, build.name, reason))
+    podman_build.remove_working([item.container_id for item in working])
+    return reaped + working

@@ -26,9 +26,15 @@ FORWARDED_ENV = (IMAGE_SOURCE_ENV, GRADING_NETWORK_ENV)
 """Environment variables each Ray task gets from this process (where set)."""
 LOCAL_OBJECT_STORE = 100 * 1024 * 1024
 """Object store of a cluster started by ``--ray auto``: tasks pass small records, not tensors."""
+KEEP_FAULTHANDLER_ENV = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
+"""Ray's own switch; swe-srl sets it to 1 unless it is set: a Ray driver otherwise replaces the process's SIGSEGV and
+SIGABRT handlers with one that writes to Ray's session log, and a later crash of the process (Ray's session over or
+not) prints no Python traceback (faulthandler) at all."""
 
 
 def _ray():
+    # read when ray is imported, and by the workers it starts
+    os.environ.setdefault(KEEP_FAULTHANDLER_ENV, "1")
     try:
         import ray
     except ImportError:
@@ -43,6 +49,7 @@ def connect(address: str, workers: int) -> bool:
     ray = _ray()
     if ray.is_initialized():
         return False
+    _keep_faulthandler()
     quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
     if address == "auto":
         try:
@@ -64,6 +71,18 @@ def connect(address: str, workers: int) -> bool:
             f"no Ray cluster answers at {address!r} ({exc}); start one with `ray start --head`"
         ) from None
     return True
+
+
+def _keep_faulthandler() -> None:
+    """:data:`KEEP_FAULTHANDLER_ENV` also where ray was imported before :func:`_ray` set it (its value is read once,
+    at import; ``ray.init`` looks it up)."""
+    if os.environ.get(KEEP_FAULTHANDLER_ENV) != "1":
+        return
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # another layout: the variable set before the import is what counts
+        return
+    ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
 
 
 class RayExecutor(Executor):

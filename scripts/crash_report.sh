@@ -2,7 +2,12 @@
 # After the test process died of a signal: prints every thread's native stack from its core file (gdb), then
 # removes the core. Python's own traceback is faulthandler's, printed by pytest at the crash. Never fails.
 # Usage: crash_report.sh SINCE_FILE [DIR ...]   (cores newer than SINCE_FILE, looked for in the DIRs)
+#        crash_report.sh --remove SINCE_FILE [DIR ...]   (only removes them: a test's child that crashed)
 set -uo pipefail
+if [ "$1" = --remove ]; then
+  find "${@:3}" -maxdepth 1 -type f \( -name core -o -name 'core.[0-9]*' \) -newer "$2" -delete 2>/dev/null
+  exit 0
+fi
 since=$1
 shift
 pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "?")
@@ -24,6 +29,6 @@ while IFS= read -r core; do
       -ex "thread apply all py-bt" "$python_bin" "$core" 2>&1 | grep -v "^warning: Section" | tail -n 600 >&2
   fi
   rm -f "$core"
-done < <(find "$@" -maxdepth 1 -type f -name 'core*' -newer "$since" 2>/dev/null)
+done < <(find "$@" -maxdepth 1 -type f \( -name core -o -name 'core.[0-9]*' \) -newer "$since" 2>/dev/null)
 [ "$found" = 1 ] || echo "crash report: no core file newer than the run in $* (core_pattern: $pattern)" >&2
 exit 0

@@ -16,7 +16,10 @@ run_pytest() {
   python -m pytest "$@" || rc=$?
   if [ "$rc" -gt 128 ]; then
     bash scripts/crash_report.sh "$since" "$PWD" "$(dirname "$since")"
-  elif [ "$rc" -eq 5 ]; then
+  else
+    bash scripts/crash_report.sh --remove "$since" "$PWD" "$(dirname "$since")"
+  fi
+  if [ "$rc" -eq 5 ]; then
     echo "error: pytest collected no tests ($*)" >&2
     rc=1
   fi

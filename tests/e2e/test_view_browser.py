@@ -25,7 +25,7 @@ from swe_srl.view.server import export, make_server
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import Select  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "view"
@@ -75,6 +75,14 @@ def served(runs):
     yield site, f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
     server.server_close()
+
+
+def _loaded(address_part: str):
+    """A wait condition: the page at an address containing ``address_part`` has loaded."""
+    return lambda driver: (
+        address_part in driver.current_url
+        and driver.execute_script("return document.readyState") == "complete"
+    )
 
 
 def _shown(driver) -> list[str]:
@@ -145,7 +153,8 @@ def test_samples_as_the_model_sees_them_with_server_filters(browser, served):
     browser.find_element(By.NAME, "step").send_keys("2")
     browser.find_element(By.NAME, "instance").send_keys("demo__beta-2")
     browser.find_element(By.CSS_SELECTOR, "#sample-filters button").click()  # served: the server filters
-    assert "step=2" in browser.current_url
+    # a form's submit navigates after click() returns (seen once in CI): wait for the filtered page's address
+    WebDriverWait(browser, 10).until(_loaded("step=2"))
     assert [e.get_attribute("data-instance") for e in browser.find_elements(By.CSS_SELECTOR, "section.sample")] == [
         "demo__beta-2"]  # fmt: skip
     assert not _xss_ran(browser)

@@ -4,12 +4,18 @@
 # Usage: crash_report.sh SINCE_FILE [DIR ...]   (cores newer than SINCE_FILE, looked for in the DIRs)
 #        crash_report.sh --remove SINCE_FILE [DIR ...]   (only removes them: a test's child that crashed)
 set -uo pipefail
+report=1
 if [ "$1" = --remove ]; then
-  find "${@:3}" -maxdepth 1 -type f \( -name core -o -name 'core.[0-9]*' \) -newer "$2" -delete 2>/dev/null
-  exit 0
+  report=0
+  shift
 fi
 since=$1
 shift
+cores() { find "$@" -maxdepth 1 -type f \( -name core -o -name 'core.[0-9]*' \) -newer "$since" 2>/dev/null; }
+if [ "$report" = 0 ]; then
+  cores "$@" | xargs -r rm -f
+  exit 0
+fi
 pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "?")
 if [[ "$pattern" == "|"* ]]; then
   echo "crash report: cores go to a program here ($pattern), not to a file" >&2
@@ -29,6 +35,6 @@ while IFS= read -r core; do
       -ex "thread apply all py-bt" "$python_bin" "$core" 2>&1 | grep -v "^warning: Section" | tail -n 600 >&2
   fi
   rm -f "$core"
-done < <(find "$@" -maxdepth 1 -type f \( -name core -o -name 'core.[0-9]*' \) -newer "$since" 2>/dev/null)
+done < <(cores "$@")
 [ "$found" = 1 ] || echo "crash report: no core file newer than the run in $* (core_pattern: $pattern)" >&2
 exit 0

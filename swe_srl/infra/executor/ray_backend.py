@@ -33,8 +33,6 @@ not) prints no Python traceback (faulthandler) at all."""
 
 
 def _ray():
-    # read when ray is imported, and by the workers it starts
-    os.environ.setdefault(KEEP_FAULTHANDLER_ENV, "1")
     try:
         import ray
     except ImportError:
@@ -74,9 +72,9 @@ def connect(address: str, workers: int) -> bool:
 
 
 def _keep_faulthandler() -> None:
-    """:data:`KEEP_FAULTHANDLER_ENV` also where ray was imported before :func:`_ray` set it (its value is read once,
-    at import; ``ray.init`` looks it up)."""
-    if os.environ.get(KEEP_FAULTHANDLER_ENV) != "1":
+    """Before ``ray.init``: :data:`KEEP_FAULTHANDLER_ENV` is 1 unless it is set (the workers this process starts
+    inherit it), and the imported ray is told so (it read the variable once, at import; ``ray.init`` looks it up)."""
+    if os.environ.setdefault(KEEP_FAULTHANDLER_ENV, "1") != "1":
         return
     try:
         from ray._private import ray_constants

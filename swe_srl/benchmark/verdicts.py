@@ -30,6 +30,8 @@ NO_REFERENCE = (
 )
 TAMPERED = "runner tampered"
 """The reason of a run whose reporter saw the test runner changed under it (never resolved)."""
+DISAGREE = "channel and runner output disagree"
+"""The reason of a run in which a target test the channel passed is failed or errored in the runner's own output."""
 FLAGGED = "flagged by the patch screen (strict grading)"
 STRICT_ENV = "SWE_SRL_STRICT_GRADING"
 """Set (non-empty, not ``0``) by ``swe-srl eval --strict-grading``: ``grade``'s default for ``strict``."""

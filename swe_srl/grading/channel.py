@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.logparse import (
+    ERROR,
+    FAILED,
     PASSING,
     PYTEST_REPORT_PLUGIN,
     Channel,
@@ -16,7 +18,7 @@ from swe_srl.benchmark.logparse import (
     parser_for,
 )
 from swe_srl.benchmark.report_unittest import UNITTEST_REPORTER
-from swe_srl.benchmark.verdicts import TEST_PATH
+from swe_srl.benchmark.verdicts import DISAGREE, TEST_PATH
 from swe_srl.grading.commands import PytestSetup, pytest_script, reporter_script, runner_kind, tox_script
 from swe_srl.infra.sandbox.base import Sandbox
 
@@ -45,6 +47,9 @@ class TestRun(NamedTuple):
     """What the reporter saw changed in the runner (then every status is ``ERROR``: nothing passes)."""
     disagreements: tuple[str, ...] = ()
     """FAIL_TO_PASS/PASS_TO_PASS ids the stdout parser passes and the channel does not, or the reverse."""
+    contradicted: tuple[str, ...] = ()
+    """Those of them the channel passed while the runner's output said failed or errored: their status is the
+    output's (fail closed); ``grade``'s reason is :data:`~swe_srl.benchmark.verdicts.DISAGREE`."""
 
 
 def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[str, str, tuple[str, ...]]:
@@ -72,12 +77,28 @@ def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[
 
 def disagreements_of(instance: Instance, tests: dict[str, str], log: str) -> tuple[str, ...]:
     """FAIL_TO_PASS/PASS_TO_PASS ids the stdout parser and the channel disagree on (pass vs not)."""
+    return cross_check(instance, tests, log)[0]
+
+
+def cross_check(
+    instance: Instance, tests: dict[str, str], log: str
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(the disagreements of :func:`disagreements_of`, the ids among them the channel passes while the runner's own
+    output says they failed or errored → that status): the run fails closed on the latter (docs/grading.md)."""
     parsed = parser_for(instance.repo)(log)
-    return tuple(
-        f"{t}: channel {tests.get(t, 'none')}, stdout {parsed[t]}"
-        for t in dict.fromkeys((*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS))
-        if t in parsed and (parsed[t] in PASSING) != (tests.get(t) in PASSING)
-    )
+    notes, contradicted = [], {}
+    for t in dict.fromkeys((*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS)):
+        if t in parsed and (parsed[t] in PASSING) != (tests.get(t) in PASSING):
+            notes.append(f"{t}: channel {tests.get(t, 'none')}, stdout {parsed[t]}")
+            if tests.get(t) in PASSING and parsed[t] in (FAILED, ERROR):
+                contradicted[t] = parsed[t]
+    return tuple(notes), contradicted
+
+
+def contradiction_reason(run: TestRun) -> str:
+    """The reason of a run whose channel passed targets its runner's output failed: both statuses of each."""
+    both = [n for n in run.disagreements if n.split(": channel ")[0] in run.contradicted]
+    return f"{DISAGREE}: " + "; ".join(both)[:500]
 
 
 def statuses(channel: Channel, instance: Instance, aliases: bool) -> dict[str, str]:

@@ -48,7 +48,14 @@ from swe_srl.benchmark.verdicts import (
 )
 from swe_srl.core.patches import patch_paths
 from swe_srl.errors import ImageBuildError, SweSrlError
-from swe_srl.grading.channel import TestRun, channel_script, disagreements_of, read_log, statuses
+from swe_srl.grading.channel import (
+    TestRun,
+    channel_script,
+    contradiction_reason,
+    cross_check,
+    read_log,
+    statuses,
+)
 from swe_srl.grading.commands import PytestSetup, runner_kind
 from swe_srl.grading.neutralize import drop_control_files, is_pytest_config, restore_pytest_sections
 from swe_srl.grading.screen import screen_patch
@@ -144,10 +151,13 @@ def run_tests_logged(
     tests = statuses(channel, instance, aliases and kind in ("pytest", "tox"))
     if kind in ("pytest", "tox") and not channel.tampered:
         tests.update(stray_statuses(instance, tests, log_text))
-    disagreements = disagreements_of(instance, tests, log_text)
+    disagreements, contradicted = cross_check(instance, tests, log_text)
     if disagreements:
         log_text += "\n[swe-srl: channel and stdout disagree: " + "; ".join(disagreements[:20]) + "]"
-    return TestRun(tests, log_text, result.timed_out, tuple(channel.tampered), disagreements)
+    tests.update(contradicted)  # fail closed: a pass the runner's own output contradicts does not count
+    return TestRun(
+        tests, log_text, result.timed_out, tuple(channel.tampered), disagreements, tuple(contradicted)
+    )
 
 
 def run_tests(sandbox: Sandbox, instance: Instance) -> dict[str, str]:
@@ -227,6 +237,9 @@ def grade(
             result.status = "error" if timed_out else verdict(instance, result.tests)
             if result.status == "unresolved":
                 result.reason = unresolved_reason(instance, result.tests)
+            # the runner's output failed or errored a target the channel passed: fail closed
+            if run.contradicted and not (run.tampered or timed_out):
+                result.status, result.reason = "unresolved", contradiction_reason(run)
     except SweSrlError as exc:
         result.status, result.log = "error", f"{type(exc).__name__}: {exc}"
         return result

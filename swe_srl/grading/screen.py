@@ -17,6 +17,7 @@ from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.verdicts import is_test_file
 from swe_srl.core.patches import FileDiff, file_diffs
 from swe_srl.grading.neutralize import is_control_file
+from swe_srl.grading.screen_compare import always_equal
 
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("pytest internals (_pytest)", re.compile(r"\b_pytest\b")),
@@ -59,9 +60,35 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("our reporter", re.compile(r"swe[-_]srl|SWE_SRL|@swe-srl")),
+    (
+        "profile or trace hook",
+        re.compile(r"\bset(profile|trace)(_all_threads)?\b|\bsys\s*\.\s*monitoring\b"),
+    ),
+    ("import system hooks", re.compile(r"\bmeta_path\b|\bpath_hooks\b|\bpath_importer_cache\b")),
+    (
+        "code object replaced",
+        re.compile(r"\b__code__\s*=(?!=)|[\"']__code__[\"']|\bCodeType\b|\.replace\s*\(\s*co_\w+\s*="),
+    ),
+    (
+        "reaches into frames",
+        re.compile(
+            r"\b_getframe\b|\bf_(globals|locals|back|builtins)\b|\btb_frame\b|\bcurrentframe\s*\("
+            r"|\binspect\s*\.\s*(stack|trace|getouterframes|getinnerframes)\s*\("
+        ),
+    ),
+    (
+        "looks modules up by their attributes",
+        re.compile(
+            r"=\s*sys\s*\.\s*modules\s*(#.*)?$|\*\s*sys\s*\.\s*modules\b|\bsys\s*\.\s*modules\s*\.\s*keys\s*\("
+            r"|\b(iter|filter|map|any|all|next|enumerate|zip)\s*\([^)]*\bsys\s*\.\s*modules\s*(\)|,)"
+            r"|\bModuleType\s*\)|\bgetattr\s*\(\s*sys\s*,|\bvars\s*\(\s*sys\s*\)|\bsys\s*\.\s*__dict__\b"
+        ),
+    ),
 )
+ALWAYS_EQUAL = "comparison that ignores its other argument"
 _PYTEST_REPO = "pytest-dev/pytest"
-_PYTEST_OWN = {"pytest internals (_pytest)", "pytest hook or plugin API"}
+_PYTEST_OWN = {"pytest internals (_pytest)", "pytest hook or plugin API", "import system hooks", "reaches into frames",
+               "code object replaced"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,6 +124,17 @@ def _code(line: str) -> str:
     return line
 
 
+def _new_side(diff: FileDiff) -> list[list[tuple[str, bool]]]:
+    """Each hunk's lines of the new file: (text, whether the patch adds it)."""
+    if diff.parsed:
+        return [
+            [(line.value.rstrip("\r\n"), line.is_added) for line in hunk if not line.is_removed]
+            for hunk in diff.hunks
+        ]
+    lines = [ln for ln in diff.text.splitlines() if not ln.startswith(("---", "+++", "-", "@@", "diff "))]
+    return [[(ln[1:], ln.startswith("+")) for ln in lines]]
+
+
 def _added(diff: FileDiff) -> list[str]:
     if diff.parsed:
         return [line.value.rstrip("\r\n") for hunk in diff.hunks for line in hunk if line.is_added]
@@ -113,4 +151,5 @@ def screen_patch(instance: Instance, patch: str) -> list[Flag]:
         for line in _added(diff):
             code = _code(line)
             flags += [Flag(path, name, line) for name, pattern in rules if pattern.search(code)]
+        flags += [Flag(path, ALWAYS_EQUAL, line) for line in always_equal(_new_side(diff))]
     return flags

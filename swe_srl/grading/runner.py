@@ -48,6 +48,7 @@ from swe_srl.benchmark.verdicts import (
 )
 from swe_srl.core.patches import patch_paths
 from swe_srl.errors import ImageBuildError, SweSrlError
+from swe_srl.grading.canaries import Planted, plant, strip
 from swe_srl.grading.channel import (
     TestRun,
     channel_script,
@@ -119,13 +120,15 @@ def run_tests_logged(
     timeout: float = 1800,
     setup: PytestSetup | None = None,
     aliases: bool = True,
+    canaries: bool = False,
 ) -> TestRun:
     """Apply test_patch (unless applied), run the test command; statuses from our reporter's channel.
 
     ``setup``: how to start pytest (probed now when not given; ``grade`` probes before applying the patch).
     ``aliases``: also answer for the ids SWE-bench's lists use (cut at the first space, its parser's); off, a
     pytest run's statuses are keyed by node id only (task synthesis records those). A command no reporter of ours
-    knows is parsed from its output.
+    knows is parsed from its output. ``canaries``: plant canary tests in the test files first (``grade`` does;
+    ``grading/canaries.py``), checked from the channel, never among the statuses returned.
     """
     _apply_test_patch(sandbox, instance)
     command = test_command(instance)
@@ -136,9 +139,13 @@ def run_tests_logged(
         return TestRun(parser_for(instance.repo)(result.output), result.output, result.timed_out)
     if kind == "pytest":
         setup = setup or probe_pytest(sandbox, instance)
+    planted = plant(sandbox, instance, kind) if canaries else Planted()
+    command = " ".join([command, *planted.selectors])
     script, log, remove = channel_script(sandbox, command, setup or PytestSetup())
     result = sandbox.run(f"{prelude}; {script}", timeout=timeout)
     channel = read_channel(result.output)
+    if channel.ended:  # a canary's status says the runner did not run the tests as written
+        channel.tampered += planted.verdicts(channel.statuses)
     notes = [
         ln for ln in result.output.splitlines() if not ln.startswith("@swe-srl ")
     ]  # the prelude's output
@@ -148,7 +155,7 @@ def run_tests_logged(
         notes.append("[swe-srl: no test records (the runner did not reach its session end)]")
     notes += [f"[swe-srl: runner tampered: {what}]" for what in channel.tampered]
     log_text = "\n".join(filter(None, ["\n".join(notes[:60]), read_log(sandbox, log, *remove)]))
-    tests = statuses(channel, instance, aliases and kind in ("pytest", "tox"))
+    tests = strip(statuses(channel, instance, aliases and kind in ("pytest", "tox")), planted.canaries)
     if kind in ("pytest", "tox") and not channel.tampered:
         tests.update(stray_statuses(instance, tests, log_text))
     disagreements, contradicted = cross_check(instance, tests, log_text)
@@ -230,7 +237,7 @@ def grade(
             result.reverted_test_files += restore_configs(sandbox, base)
             result.timings["apply"] = time.perf_counter() - clock - result.timings["start"]
             clock = time.perf_counter()
-            run = run_tests_logged(sandbox, instance, timeout, setup)
+            run = run_tests_logged(sandbox, instance, timeout, setup, canaries=True)
             result.tests, result.log, timed_out = run.tests, run.log, run.timed_out
             result.cross_check = list(run.disagreements)
             result.timings["tests"] = time.perf_counter() - clock

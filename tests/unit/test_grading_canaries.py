@@ -1,0 +1,151 @@
+"""Canary tests (grading/canaries.py): drawn per run, named like the file's tests, and, run by the real runners
+(pytest, unittest, sympy's), the must-pass ones pass and the must-fail ones fail; what their statuses say."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swe_srl.benchmark.logparse import parse_pytest
+from swe_srl.grading.canaries import Canary, draw, own_tests, strip, verdicts
+
+PYTEST_FILE = """\
+from math import sqrt
+
+
+def test_square_root_of_four():
+    assert sqrt(4) == 2
+
+
+def test_square_root_rounding():
+    assert round(sqrt(2), 3) == 1.414
+"""
+UNITTEST_FILE = """\
+import unittest
+
+
+class RootTests(unittest.TestCase):
+    def test_square_root(self):
+        self.assertEqual(4 ** 0.5, 2)
+"""
+
+
+def test_canaries_are_drawn_anew_named_like_the_file_s_tests_and_appended() -> None:
+    first, canaries = draw("t/test_roots.py", PYTEST_FILE, "functions", random.Random(1))
+    again, _ = draw("t/test_roots.py", PYTEST_FILE, "functions", random.Random(2))
+    assert first != again
+    assert {c.must_fail for c in canaries} == {True, False}
+    words = set(re.findall(r"[a-z]+", PYTEST_FILE))  # the words of its test names, then of its identifiers
+    for canary in canaries:
+        assert canary.name.startswith("test_") and set(canary.name.split("_")) <= words, canary.name
+        assert canary.name not in own_tests(PYTEST_FILE)
+    compile(PYTEST_FILE + first, "t/test_roots.py", "exec")  # appended: the file's own lines do not move
+
+
+def _pytest_statuses(tmp_path: Path, text: str) -> dict[str, str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_roots.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return parse_pytest(out.stdout)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_under_pytest_must_pass_canaries_pass_and_must_fail_ones_fail(tmp_path: Path, seed: int) -> None:
+    text, canaries = draw("test_roots.py", PYTEST_FILE, "functions", random.Random(seed))
+    (tmp_path / "test_roots.py").write_text(PYTEST_FILE + text)
+    statuses = _pytest_statuses(tmp_path, PYTEST_FILE + text)
+    for canary in canaries:
+        assert statuses[f"test_roots.py::{canary.name}"] == ("FAILED" if canary.must_fail else "PASSED")
+    own = {"test_roots.py": own_tests(PYTEST_FILE)}
+    assert verdicts(canaries, statuses, own) == []  # an honest run
+    assert strip(statuses, canaries) == {
+        "test_roots.py::test_square_root_of_four": "PASSED",
+        "test_roots.py::test_square_root_rounding": "PASSED",
+    }
+
+
+def test_tests_swapped_for_no_ops_pass_the_must_fail_canaries_too(tmp_path: Path) -> None:
+    # the issue's attack: every test function of the module replaced by a no-op before the runner calls it
+    text, canaries = draw("test_roots.py", PYTEST_FILE, "functions", random.Random(7))
+    swap = (
+        "\n\nimport functools as _f\n"
+        "for _n, _t in list(globals().items()):\n"
+        "    if _n.startswith('test_') and callable(_t):\n"
+        "        globals()[_n] = _f.wraps(_t)(lambda *a, **k: None)\n"
+    )
+    (tmp_path / "test_roots.py").write_text(PYTEST_FILE + text + swap)
+    statuses = _pytest_statuses(tmp_path, "")
+    said = verdicts(canaries, statuses, {"test_roots.py": own_tests(PYTEST_FILE)})
+    must_fail = [c for c in canaries if c.must_fail]
+    assert said == [f"canary test_roots.py::{c.name} (must fail) reported PASSED" for c in must_fail]
+
+
+def test_under_unittest_canaries_are_methods_of_a_test_class(tmp_path: Path) -> None:
+    text, canaries = draw("test_roots.py", UNITTEST_FILE, "unittest", random.Random(3))
+    assert {c.cls for c in canaries} != {""} and "(unittest.TestCase):" in text
+    (tmp_path / "test_roots.py").write_text(UNITTEST_FILE + text)
+    out = subprocess.run([sys.executable, "-m", "unittest", "-v", "test_roots"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    lines = {ln.split(" (")[0]: ln.rsplit(" ... ", 1)[-1] for ln in out.stderr.splitlines() if " ... " in ln}
+    for canary in canaries:
+        assert lines[canary.name] == ("FAIL" if canary.must_fail else "ok"), out.stderr
+
+
+def test_under_sympy_s_runner_must_pass_canaries_pass_and_must_fail_ones_fail(tmp_path: Path) -> None:
+    runtests = pytest.importorskip("sympy.testing.runtests")
+    text, canaries = draw("test_roots.py", PYTEST_FILE, "functions", random.Random(4))
+    path = tmp_path / "test_roots.py"
+    path.write_text(PYTEST_FILE + text)
+
+    class Reporter(runtests.PyTestReporter):
+        seen: dict[str, str] = {}
+
+        def entering_test(self, f):
+            self.current = f.__name__
+            return super().entering_test(f)
+
+        def test_pass(self, char="."):
+            self.seen[self.current] = "PASSED"
+            return super().test_pass(char)
+
+        def test_fail(self, exc_info):
+            self.seen[self.current] = "FAILED"
+            return super().test_fail(exc_info)
+
+    reporter = Reporter()
+    runtests.SymPyTests(reporter).test_file(str(path))
+    for canary in canaries:
+        assert Reporter.seen[canary.name] == ("FAILED" if canary.must_fail else "PASSED")
+    assert verdicts(canaries, Reporter.seen, {"test_roots.py": own_tests(PYTEST_FILE)}) == []
+
+
+def test_what_canary_statuses_say() -> None:
+    fail, ok = Canary("t.py", "test_a_b", True), Canary("t.py", "test_c_d", False)
+    own = {"t.py": {"test_x"}}
+    run = {"t.py::test_x": "PASSED"}
+    assert verdicts([fail, ok], {**run, "t.py::test_a_b": "FAILED", "t.py::test_c_d": "PASSED"}, own) == []
+    assert verdicts([fail], {**run, "t.py::test_a_b": "XFAIL"}, own) == [
+        "canary t.py::test_a_b (must fail) reported XFAIL"  # an xfail counts as passing
+    ]
+    assert verdicts([ok], run, own) == ["canary t.py::test_c_d (must pass) missing"]
+    assert verdicts([ok], {**run, "t.py::test_c_d": "FAILED"}, own) == [
+        "canary t.py::test_c_d (must pass) reported FAILED"
+    ]
+    # a file that did not load runs neither its tests nor its canaries; a fixture erroring every test errors both
+    assert verdicts([fail, ok], {"t.py": "ERROR"}, own) == []
+    assert verdicts([ok], {"t.py::test_x": "ERROR", "t.py::test_c_d": "ERROR"}, own) == []
+    assert verdicts([ok], {**run, "t.py::test_c_d": "SKIPPED"}, own) == []  # a module-level skip
+    # unittest ids (`name (module.Class.name)`) and sympy's (the name)
+    unit = Canary("tests/x/tests.py", "test_c_d", False, "DTests")
+    assert verdicts([unit], {"test_x (x.tests.T.test_x)": "PASSED"}, {"tests/x/tests.py": {"test_x"}}) == [
+        "canary tests/x/tests.py::test_c_d (must pass) missing"
+    ]
+    assert (
+        verdicts([unit], {"test_x": "PASSED", "test_c_d": "PASSED"}, {"tests/x/tests.py": {"test_x"}}) == []
+    )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from swe_srl.agent.models import HFPolicy, Messages, OpenAIPolicy
+from swe_srl.agent.models import MAX_CONCURRENT_REQUESTS, HFPolicy, Messages, OpenAIPolicy
 from swe_srl.core.actions import SUBMIT, format_output, is_submit
 from swe_srl.errors import ConfigError, PolicyError
 from swe_srl.trajectories.schema import read_jsonl
@@ -263,9 +263,11 @@ def make_policy(
     max_new_tokens: int = 1024,
     temperature: float = 0.0,
     view_for: Callable[[Any], Any] | None = None,
+    max_concurrent_requests: int = MAX_CONCURRENT_REQUESTS,
 ) -> Policy:
     """Build a policy from its CLI spec (:data:`POLICY_SPECS`; checked by :func:`check_policy_spec`); ``view_for``:
-    an ``hf:`` policy's view (:class:`~swe_srl.agent.models.HFPolicy`)."""
+    an ``hf:`` policy's view (:class:`~swe_srl.agent.models.HFPolicy`); ``max_concurrent_requests``: an ``openai``
+    policy's bound on the requests this process has in flight to its server."""
     check_policy_spec(spec, base_url=base_url, model=model)
     kind, _, arg = spec.partition(":")
     if kind == "gold":
@@ -277,5 +279,6 @@ def make_policy(
     if kind == "hf":
         return HFPolicy(arg, max_new_tokens=max_new_tokens, temperature=temperature, view_for=view_for)
     if kind == "openai":
-        return OpenAIPolicy(base_url or "", model or arg, max_tokens=max_new_tokens, temperature=temperature)
+        return OpenAIPolicy(base_url or "", model or arg, max_tokens=max_new_tokens, temperature=temperature,
+                            max_concurrent=max_concurrent_requests)  # fmt: skip
     raise PolicyError(f"policy {spec!r} grades a predictions file directly; it runs no agent episode")

@@ -30,6 +30,7 @@ def eval_cmd(
     policy: str = typer.Option(..., metavar="SPEC", rich_help_panel=MODEL, help=POLICY_SPECS),
     base_url: str = typer.Option(None, metavar="URL", rich_help_panel=MODEL, help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: str = typer.Option(None, metavar="NAME", rich_help_panel=MODEL, help="model name on the server (--policy openai)"),
+    max_concurrent_requests: int = typer.Option(64, min=1, metavar="N", rich_help_panel=MODEL, help="--policy openai: requests in flight to the server at most, per process"),
     max_new_tokens: int = typer.Option(None, metavar="N", rich_help_panel=MODEL, help=f"tokens per output (default: 1024 for agent, {ONE_SHOT_MAX_NEW_TOKENS} for oracle-edit/agentless)"),
     temperature: float = typer.Option(0.0, metavar="T", rich_help_panel=MODEL, help="sampling temperature (0 = greedy)"),
     dataset: str = typer.Option("bundled:test", metavar="DATA", rich_help_panel=DATA, help="bundled[:train|:dev|:test], .jsonl/.parquet or HF id"),
@@ -64,6 +65,7 @@ def eval_cmd(
     if max_new_tokens is None:
         max_new_tokens = 1024 if protocol == "agent" else ONE_SHOT_MAX_NEW_TOKENS
     settings = EvalSettings(policy, base_url=base_url, model=model, max_steps=max_steps,
+                            max_concurrent_requests=max_concurrent_requests,
                             episode_timeout_s=episode_timeout, max_new_tokens=max_new_tokens,
                             temperature=temperature, oracle_files=oracle_files or oracle_window is not None,
                             oracle_window=oracle_window,

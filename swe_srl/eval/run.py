@@ -13,9 +13,10 @@ record (trajectory and log included). The driver writes every result as it arriv
 
 Resume: a rerun skips instances whose ``results/<id>.json`` holds a verdict; infra/policy errors and instances that
 were in flight when the run was stopped (Ctrl-C, SIGTERM: recorded as ``interrupted``) are run again. Stopping
-ends the workers at once (their sandboxes are closed) instead of waiting for the episodes in flight. Worker layout: scripted and served policies run one episode per spawned process (``--workers N``) or per Ray
+ends the workers at once (their sandboxes are closed) instead of waiting for the episodes in flight. Worker layout: scripted policies run one episode per spawned process (``--workers N``) or per Ray
 task; an in-process HF model runs in threads (``LocalExecutor(processes=False)``) sharing one loaded copy per
-process, and on Ray each worker process keeps its copy for the tasks it runs (see :func:`policy_for`).
+process, and on Ray each worker process keeps its copy for the tasks it runs (see :func:`policy_for`); a served
+model runs in threads too, sharing one client and its ``max_concurrent_requests`` (``agent.models.served``).
 
 ``direct=True`` (gold/empty only) grades the patch without an episode: ``swe-srl tasks validate`` uses it to check
 the tasks and the harness independently of the agent stack, with one container per instance instead of two.
@@ -68,7 +69,8 @@ def policy_for(settings: EvalSettings):
     def build():
         return make_policy(settings.policy, base_url=settings.base_url, model=settings.model,
                            max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
-                           view_for=settings.view_for)  # fmt: skip
+                           view_for=settings.view_for,
+                           max_concurrent_requests=settings.max_concurrent_requests)  # fmt: skip
 
     if not settings.in_process_model:
         return build()
@@ -167,9 +169,10 @@ def _path(value: str | Path | None) -> Path | None:
 
 
 def make_eval_executor(settings: EvalSettings, workers: int, ray: str | None):
-    """Ray when asked; locally, spawned processes, or threads for an in-process HF model (one copy in memory)."""
+    """Ray when asked; locally, spawned processes, or threads for an in-process HF model (one copy in memory) and
+    a served one (one bound on the requests in flight, as SWE-RL's one process)."""
 
-    if not ray and settings.in_process_model:
+    if not ray and (settings.in_process_model or settings.policy.partition(":")[0] == "openai"):
         return LocalExecutor(workers, processes=False)
     return make_executor(ray, workers)
 

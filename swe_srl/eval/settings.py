@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from swe_srl.agent.models import MAX_CONCURRENT_REQUESTS
 from swe_srl.agent.policies import default_max_steps
 from swe_srl.errors import ConfigError
 from swe_srl.eval.protocols.oneshot import REPAIR_INPUT_TOKENS, check_protocol
@@ -24,6 +25,8 @@ class EvalSettings:
     """``gold | empty | replay:TRAJ.jsonl | hf:PATH_OR_ID | openai | predictions:FILE``."""
     base_url: str | None = None
     model: str | None = None
+    max_concurrent_requests: int = MAX_CONCURRENT_REQUESTS
+    """``openai``: requests in flight to the server from one process at most (SWE-RL's ``--max_concurrent_requests``)."""
     max_steps: int | None = None
     """Policy calls per episode; None: ``agent.policies.default_max_steps`` (50; a replay's longest trajectory)."""
     episode_timeout_s: float = 1800.0
@@ -60,6 +63,8 @@ class EvalSettings:
             object.__setattr__(self, "max_steps", default_max_steps(self.policy))
         if self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps}: need at least one step")
+        if self.max_concurrent_requests < 1:
+            raise ConfigError(f"--max-concurrent-requests {self.max_concurrent_requests}: need at least 1")
         check_protocol(self)
 
     @property

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from swe_srl.cli.app import COMMANDS, app
 from swe_srl.cli.lazy import Lazy
 
-HEAVY = ("docker", "gymnasium", "torch", "transformers", "trl", "swe_srl.env", "swe_srl.infra.sandbox.docker")
+HEAVY = ("docker", "gymnasium", "torch", "transformers", "trl", "openai", "swe_srl.env",
+         "swe_srl.infra.sandbox.docker")  # fmt: skip
 COMMAND_MODULES = sorted(
     {
         target.split(":")[0]

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "swe_srl"
 RANK = {"errors": 0, "paths": 0, "core": 1, "benchmark": 2, "infra": 3, "grading": 4, "synth": 5, "trajectories": 5,
         "rewards": 6, "env": 7, "agent": 8, "eval": 9, "train": 10, "view": 10, "cli": 11}  # fmt: skip
 HEAVY = {"torch", "transformers", "trl", "peft", "accelerate", "datasets", "ray", "matplotlib", "tokenizers",
-         "pyarrow", "vllm", "swebench", "tensorboard", "wandb", "pexpect"}  # fmt: skip
+         "pyarrow", "vllm", "swebench", "tensorboard", "wandb", "pexpect", "openai"}  # fmt: skip
 LAZY_GATEWAYS = {
     ("swe_srl.cli.train", "swe_srl.train.launch")
 }  # the CLI reaches the training stack when it runs

@@ -13,9 +13,11 @@ from swe_srl.agent.policies import POLICY_SPECS
 from swe_srl.benchmark.instances import load_instances, select_instances
 from swe_srl.benchmark.verdicts import STRICT_ENV
 from swe_srl.errors import TaskError
+from swe_srl.eval.protocols.budget import load_tokenizer
 from swe_srl.eval.protocols.oneshot import EDIT_RULES, ONE_SHOT_MAX_NEW_TOKENS, PROTOCOLS
 from swe_srl.eval.protocols.prompts import load_template
 from swe_srl.eval.protocols.published import protocol_line, published_table
+from swe_srl.eval.protocols.rerank import RERANKS
 from swe_srl.eval.report import summary_tables
 from swe_srl.eval.run import evaluate
 from swe_srl.eval.settings import EvalSettings
@@ -40,6 +42,8 @@ def eval_cmd(
     edit_rules: str = typer.Option("agentless", metavar="RULES", rich_help_panel=PROTOCOL, help=f"{' | '.join(EDIT_RULES)}: as Agentless-mini reads answers, or ours"),
     prompt_template: list[str] = typer.Option([], metavar="KIND=FILE", rich_help_panel=PROTOCOL, help="repair|localization prompt with {fields} (docs/paper.md)"),
     candidates: int = typer.Option(1, min=1, metavar="N", rich_help_panel=PROTOCOL, help="candidates per instance, reranked by majority"),
+    rerank: str = typer.Option("swe-rl", metavar="KEY", rich_help_panel=PROTOCOL, help=f"{' | '.join(RERANKS)}: majority of SWE-RL's normalized patches | of files' AST"),
+    tokenizer: str = typer.Option(None, metavar="NAME_OR_PATH", rich_help_panel=PROTOCOL, help="counts the repair input budget (default: the model's, else 4 bytes a token)"),
     oracle_files: bool = typer.Option(False, "--oracle-files", rich_help_panel=PROTOCOL, help="agent: the prompt includes the files the gold patch edits"),
     oracle_window: int = typer.Option(None, "--oracle-window", min=0, metavar="N", rich_help_panel=PROTOCOL, help="agent: oracle files as windows of N lines around the gold hunks"),
     max_steps: int = typer.Option(None, metavar="N", rich_help_panel=PROTOCOL, help="agent: policy calls per episode (default 50; replay:T: its longest trajectory + submit)"),
@@ -73,7 +77,9 @@ def eval_cmd(
                             direct=direct_patch, protocol=protocol, candidates=candidates,
                             edit_rules=edit_rules, no_grade=no_grade,
                             prompt_templates=tuple(load_template(spec) for spec in prompt_template),
-                            view_for=view_of)  # fmt: skip
+                            tokenizer=tokenizer, rerank=rerank, view_for=view_of)  # fmt: skip
+    if tokenizer:
+        load_tokenizer(tokenizer)  # one clear line now for a name that does not load, not in every worker
     ids = [i.strip() for i in instances.split(",") if i.strip()]
     every = load_instances(dataset)
     if not every:

@@ -18,7 +18,9 @@ one-generation protocols); our own implementation of its rules, each named after
   (``repair.py: post_process_raw_output`` with ``utils/data.py: check_syntax``,
   ``check_code_differ_by_just_empty_lines``).
 
-Pure functions; files not shown to the model are ignored.
+Pure functions. The files an answer may edit are those given: every localized file, shown in the prompt or left
+out by its input budget (``repair.py: process_loc`` post-processes against ``_get_file_contents(all_found_files[idx])``);
+edits of any other file are ignored.
 """
 
 from __future__ import annotations
@@ -88,13 +90,13 @@ def apply_commands(commands: list[str], content: str) -> tuple[str | None, list[
 
 
 def post_process(output: str, contents: Mapping[str, str]) -> Applied:
-    """The new contents of the files ``output`` edits among ``contents`` (path → text of the files shown), as
+    """The new contents of the files ``output`` edits among ``contents`` (path → text of the localized files, shown or not), as
     Agentless-mini computes them; ``problem`` says why there is no patch."""
     applied = Applied()
     named = file_commands(python_blocks(solution_part(output)))
     for path in named:
         if path not in contents:
-            applied.notes.append(f"dropped the edits of {path!r}: not one of the files shown")
+            applied.notes.append(f"dropped the edits of {path!r}: not one of the localized files")
     files = [path for path in named if path in contents]
     commands = file_commands(python_blocks(output))
     new: dict[str, str] = {}
@@ -119,7 +121,7 @@ def _blocking(
     if not named:
         return "no ```python fence with a complete SEARCH/REPLACE edit naming its file in the answer"
     if not new:
-        return "no edit of a file shown"
+        return "no edit of a localized file"
     for path, text in new.items():
         if not text.strip():
             return f"{path} is blank after the edits"

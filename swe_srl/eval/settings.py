@@ -52,6 +52,12 @@ class EvalSettings:
     """One-generation protocols: (kind, template text) pairs replacing our prompt wording (``--prompt-template``)."""
     repair_input_tokens: int = REPAIR_INPUT_TOKENS
     """One-generation protocols: the input budget of the files shown in a repair prompt."""
+    tokenizer: str | None = None
+    """One-generation protocols: the tokenizer (name or path) that counts the input budget (``--tokenizer``); None:
+    the policy's own, a served model's when it loads from disk, else an estimate (``eval/protocols/budget.py``)."""
+    rerank: str = "swe-rl"
+    """One-generation protocols, ``candidates`` > 1: the reranking key, ``swe-rl`` (SWE-RL's normalized patch) or
+    ``ours`` (the edited files' AST)."""
     view_for: Callable[[Any], Any] | None = None
     """``hf:`` policies: their view from their tokenizer (``HFPolicy``'s ``view_for``; the CLI passes the tiny
     model's, which is plain for every other model). A module-level function, so that the settings stay picklable."""

@@ -123,7 +123,7 @@ BAD_ANSWERS = {  # kind: (protocol, the served answer, the reason's start, more 
         "no edit applied",
         ["--edit-rules", "strict"],
     ),
-    "not-shown": ("oracle-edit", _edit("test_neg.py", "x\n", "x = 1\n"), "no edit of a file shown", []),
+    "not-shown": ("oracle-edit", _edit("test_neg.py", "x\n", "x = 1\n"), "no edit of a localized file", []),
     "missing-files": ("agentless", "```\nsrc/calc.py\nnowhere.py\n```", "the localization named no", []),
 }
 

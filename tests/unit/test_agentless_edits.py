@@ -59,7 +59,7 @@ NAMES = {  # the file name: the text before SEARCH, leading # and spaces strippe
         {},
         "",
     ),
-    "./path": (answer(fence(edit("X = 1", "X = 3", "./pkg/util.py"))), {}, "no edit of a file shown"),
+    "./path": (answer(fence(edit("X = 1", "X = 3", "./pkg/util.py"))), {}, "no edit of a localized file"),
     "carried over": (
         answer(fence(UTIL, edit("Y = 2", "Y = 4", None))),
         {"pkg/util.py": "X = 3\nY = 4\n"},
@@ -67,7 +67,7 @@ NAMES = {  # the file name: the text before SEARCH, leading # and spaces strippe
     ),
     "first edit unnamed": (answer(fence(edit("Y = 2", "Y = 4", None), UTIL)), UTIL_FIXED, ""),
     "not carried across fences": (answer(fence(UTIL), fence(edit("Y = 2", "Y = 4", None))), UTIL_FIXED, ""),
-    "file not shown": (answer(fence(edit("a", "b", "pkg/other.py"))), {}, "no edit of a file shown"),
+    "file not shown": (answer(fence(edit("a", "b", "pkg/other.py"))), {}, "no edit of a localized file"),
 }
 BLOCKS = {  # duplicates once; the divider exactly =======; blocks that do not split in two skipped
     "duplicate once": (

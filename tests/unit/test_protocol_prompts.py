@@ -48,7 +48,7 @@ def test_the_problem_statement_appears_as_the_dataset_gives_it(kind: str) -> Non
             ["- pkg/util.py", "./pkg/util.py"],
         ),
         ("```\nsrc/nowhere.py\npkg/core.PY\n  pkg/core.py\n```", [], ["src/nowhere.py", "pkg/core.PY"]),
-        ("pkg/util.py\npkg/util.py", ["pkg/util.py"], []),
+        ("pkg/util.py\npkg/util.py", ["pkg/util.py", "pkg/util.py"], []),  # kept twice, as correct_file_paths
         ("<think>\nnever closed, the whole output is read\npkg/core.py", ["pkg/core.py"], []),
     ],
     ids=["fenced", "solution-only-exact-lines", "only-missing", "no-fence-duplicates", "unclosed-think"],

@@ -14,8 +14,9 @@ from swe_srl.agent.models import OpenAIPolicy
 from swe_srl.agent.policies import ScriptedPolicy
 from swe_srl.benchmark.instances import Instance
 from swe_srl.errors import ConfigError
+from swe_srl.eval.protocols.budget import estimate, within_budget
 from swe_srl.eval.protocols.gold import GoldEditPolicy
-from swe_srl.eval.protocols.oneshot import run_protocol, within_budget
+from swe_srl.eval.protocols.oneshot import run_protocol
 from swe_srl.eval.protocols.prompts import is_localization, load_template
 from swe_srl.eval.settings import EvalSettings
 
@@ -74,10 +75,10 @@ def test_a_deeply_nested_replace_is_never_an_error(instance: Instance, terms: in
 
 def test_the_repair_prompt_leaves_out_files_over_its_budget_keeping_one() -> None:
     files = {"a.py": "x" * 400, "b.py": "y" * 40, "c.py": "z" * 400}
-    kept, left = within_budget(files, ScriptedPolicy([]), 60)
-    assert list(kept) == ["b.py"] and left == ["a.py", "c.py"]
-    kept, left = within_budget({"a.py": "x" * 400, "c.py": "z" * 400}, ScriptedPolicy([]), 60)
-    assert list(kept) == ["a.py"] and left == ["c.py"]
+    assert within_budget(list(files), files, estimate, 60) == (["b.py"], ["a.py", "c.py"])
+    assert within_budget(["a.py", "c.py"], files, estimate, 60) == (["a.py"], ["c.py"])
+    # a path localized twice is counted and shown twice while it fits (SWE-RL's loop over found_files)
+    assert within_budget(["b.py", "b.py", "b.py"], files, estimate, 30) == (["b.py", "b.py"], ["b.py"])
 
 
 def test_a_prompt_template_is_sent_byte_for_byte(instance: Instance, tmp_path: Path) -> None:

@@ -4,7 +4,10 @@
 localization (the issue and the repository's Python listing → paths), then repair on the localized files. The
 answer's SEARCH/REPLACE edits are applied to the base files (:mod:`swe_srl.core.search_replace`) and the result
 is the patch graded like an agent's. Output that cannot be used gives an empty patch, with the reason in the
-record (graded unresolved, never an error). ``--candidates N`` runs N candidates and keeps the majority patch.
+record (graded unresolved, never an error). ``--candidates N`` runs N candidates and keeps the majority patch
+(:mod:`.rerank`). The repair prompt shows the localized files that fit the input budget (:mod:`.budget`); under
+Agentless-mini's rules the answer may edit any localized file, shown or not, as SWE-RL's ``repair.py: process_loc``
+post-processes it against all of them.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 from swe_srl.core.agentless_edits import post_process
 from swe_srl.core.search_replace import apply_edits, make_patch, parse_edits
 from swe_srl.errors import ConfigError, ContextOverflow
+from swe_srl.eval.protocols.budget import BudgetCounter, budget_counter, within_budget
 from swe_srl.eval.protocols.prompts import (
     Messages,
     localization_messages,
     parse_localization,
     repair_messages,
 )
-from swe_srl.eval.protocols.rerank import majority, normalized
+from swe_srl.eval.protocols.rerank import RERANKS, majority, rerank_key
 from swe_srl.eval.protocols.sources import BaseTree, oracle_files
 
 if TYPE_CHECKING:
@@ -51,6 +55,10 @@ def check_protocol(settings: Any) -> None:
             )
         if settings.prompt_templates:
             raise ConfigError("--prompt-template is for --protocol oracle-edit|agentless, not agent")
+        if settings.tokenizer:
+            raise ConfigError(
+                "--tokenizer is for --protocol oracle-edit|agentless (their input budget), not agent"
+            )
         return
     kind = settings.policy.partition(":")[0]
     if settings.direct or kind not in ("gold", "empty", "hf", "openai", "predictions"):
@@ -63,6 +71,8 @@ def check_protocol(settings: Any) -> None:
                           "files; agentless: none): drop --oracle-files/--oracle-window")  # fmt: skip
     if settings.candidates < 1:
         raise ConfigError(f"--protocol {protocol} --candidates {settings.candidates}: need at least one")
+    if settings.rerank not in RERANKS:
+        raise ConfigError(f"--rerank {settings.rerank!r}: expected one of {', '.join(RERANKS)}")
 
 
 @dataclass
@@ -98,9 +108,16 @@ def run_protocol(instance: Instance, settings: Any, policy: Any) -> dict[str, An
     started = time.monotonic()
     policy.reset(instance)
     tree = BaseTree(instance, settings.repos_dir)
-    candidates = [_candidate(instance, settings, policy, tree) for _ in range(settings.candidates)]
-    chosen, votes = majority([c.key if c.patch else "" for c in candidates])
+    counter = budget_counter(settings, policy)
+    candidates = [_candidate(instance, settings, policy, tree, counter) for _ in range(settings.candidates)]
+    if len(candidates) == 1:  # one answer is the prediction as it is (SWE-RL's output_0_processed)
+        chosen, votes = (0, 1) if candidates[0].patch else (None, 0)
+    else:
+        chosen, votes = majority([c.key if c.patch else "" for c in candidates])
     best = candidates[chosen if chosen is not None else 0]
+    reason = None if chosen is not None else best.reason
+    if chosen is None and any(c.patch for c in candidates):
+        reason = "every patch normalizes to nothing (comments or docstrings only): the reranking chose none"
     generations = [g for c in candidates for g in c.generations]
     return {
         "exit_reason": "patch" if chosen is not None else "no_patch",
@@ -112,10 +129,12 @@ def run_protocol(instance: Instance, settings: Any, policy: Any) -> dict[str, An
         "trajectory": None,
         "protocol": {
             "name": settings.protocol,
-            "reason": None if chosen is not None else best.reason,
+            "reason": reason,
             "notes": best.notes,
             "chosen": chosen,
             "votes": votes,
+            "rerank": settings.rerank if len(candidates) > 1 else None,
+            "input_budget": {"tokens": settings.repair_input_tokens, "counted_with": counter.source},
             "prompt_tokens": _total(g.prompt_tokens for g in generations),
             "completion_tokens": _total(g.completion_tokens for g in generations),
             "truncated": sum(g.truncated for g in generations),
@@ -124,7 +143,9 @@ def run_protocol(instance: Instance, settings: Any, policy: Any) -> dict[str, An
     }
 
 
-def _candidate(instance: Instance, settings: Any, policy: Any, tree: BaseTree) -> Candidate:
+def _candidate(
+    instance: Instance, settings: Any, policy: Any, tree: BaseTree, counter: BudgetCounter
+) -> Candidate:
     cand = Candidate()
     problem, templates = instance.problem_statement, dict(settings.prompt_templates)
     if settings.protocol == "agentless":
@@ -140,12 +161,17 @@ def _candidate(instance: Instance, settings: Any, policy: Any, tree: BaseTree) -
             return _empty(cand, "the localization named no Python file of the listing", located)
     else:
         cand.files = oracle_files(instance) if settings.edit_rules == "agentless" else instance.oracle_files
-    contents, left_out = within_budget(tree.contents(cand.files), policy, settings.repair_input_tokens)
+    contents = tree.contents(cand.files)
+    paths = [p for p in cand.files if p in contents]
+    shown, left_out = within_budget(paths, contents, counter.count, settings.repair_input_tokens)
     cand.notes += [f"left {path} out of the repair prompt: over its input budget" for path in left_out]
-    repaired = _generate(policy, repair_messages(problem, contents, template=templates.get("repair")))
+    files = [(path, contents[path]) for path in shown]
+    repaired = _generate(policy, repair_messages(problem, files, template=templates.get("repair")))
     cand.generations.append(repaired)
     if repaired.overflow:
         return _empty(cand, "the repair prompt is over the model's context", repaired)
+    if settings.edit_rules == "strict":  # ours: only the files shown may be edited
+        contents = {path: contents[path] for path in shown}
     try:
         return _patched(cand, repaired, contents, settings, tree)
     except Exception as exc:  # one candidate's output never ends the instance in error
@@ -170,24 +196,10 @@ def _patched(cand: Candidate, repaired: Generation, contents: dict[str, str], se
     if applied.problem or not applied.new:
         prefix = "unreadable answer: " if cand.unreadable else ""
         return _empty(cand, prefix + (applied.problem or "no edit applied"), repaired)
-    cand.patch, cand.key = make_patch(applied.new, contents), normalized(applied.new)
+    cand.patch = make_patch(applied.new, contents)
+    if settings.candidates > 1:
+        cand.key = rerank_key(settings.rerank, {p: contents.get(p, "") for p in applied.new}, applied.new)
     return cand
-
-
-def within_budget(contents: dict[str, str], policy: Any, budget: int) -> tuple[dict[str, str], list[str]]:
-    """The files whose ``### path`` + text fit ``budget`` tokens together, in order, at least the first."""
-    count = getattr(policy, "count_tokens", None) or (lambda text: (len(text.encode()) + 3) // 4)
-    kept, left_out, used = {}, [], 0
-    for path, text in contents.items():
-        tokens = count(f"### {path}\n{text}")
-        if used + tokens > budget:
-            left_out.append(path)
-        else:
-            kept[path], used = text, used + tokens
-    if not kept and contents:
-        first = next(iter(contents))
-        kept, left_out = {first: contents[first]}, left_out[1:]
-    return kept, left_out
 
 
 def _empty(cand: Candidate, reason: str, last: Generation) -> Candidate:

@@ -6,7 +6,7 @@ wording is ours; ``--prompt-template KIND=FILE`` puts a user's text in its place
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from swe_srl.core.agentless_edits import solution_part
@@ -80,11 +80,15 @@ def file_block(path: str, text: str) -> str:
     return FILE.format(path=path, content=text.rstrip("\n"))
 
 
-def repair_messages(problem: str, files: Mapping[str, str], template: str | None = None) -> Messages:
-    """The repair prompt: the issue and the whole content of ``files`` (path → text)."""
-    shown = "\n\n".join(file_block(path, text) for path, text in files.items())
+def repair_messages(
+    problem: str, files: Mapping[str, str] | Sequence[tuple[str, str]], template: str | None = None
+) -> Messages:
+    """The repair prompt: the issue and the whole content of ``files`` (path → text, or (path, text) pairs in
+    the order shown: a path localized twice is shown twice, as SWE-RL shows it)."""
+    pairs = list(files.items()) if isinstance(files, Mapping) else list(files)
+    shown = "\n\n".join(file_block(path, text) for path, text in pairs)
     if template is not None:
-        content = "\n\n".join(f"### {path}\n{text}" for path, text in files.items())
+        content = "\n\n".join(f"### {path}\n{text}" for path, text in pairs)
         fields = {"problem_statement": problem, "content": content, "files": shown}
         return [{"role": "user", "content": template.format(**fields).strip()}]
     content = REPAIR.format(problem=problem, files=shown, search=SEARCH, divider=DIVIDER, replace=REPLACE)
@@ -133,13 +137,15 @@ def parse_localization(output: str, listing: list[str]) -> tuple[list[str], list
 
     As Agentless-mini reads it (``localize.py: localize_files``, ``utils/data.py: correct_file_paths``): the
     ``<solution>`` part (the whole answer without one), line by line; a line is kept when it is exactly a listed
-    path. Every listed path is kept, also beyond the number asked for; a repeated one once.
+    path. Every listed path is kept, also beyond the number asked for, and a repeated one as often as it is named
+    (the repair prompt then shows it as often, when it fits).
     """
     known, files, notes = set(listing), [], []
     for line in solution_part(output).split("\n"):
         if line in known:
-            if line not in files:
-                files.append(line)
+            if line in files:
+                notes.append(f"{line} named again: kept again, as SWE-RL keeps it")
+            files.append(line)
         elif line.strip() and not line.startswith("```"):
             notes.append(f"dropped {line.strip()!r}: not exactly a Python file of the listing")
     return files, notes

@@ -1,6 +1,10 @@
-"""Reranking the candidate patches of one instance (``--candidates N``): candidates whose edited files are the same
-after normalization (the Python AST, which drops comments and formatting) are one patch; the patch most candidates
-agree on wins, ties going to the earliest. Empty patches never win."""
+"""Reranking the candidate patches of one instance (``--candidates N``). Each candidate has a key; the key most
+candidates share wins, a tie going to the key that appeared first, and the first candidate with it is chosen. An
+empty key (no patch) never wins.
+
+The key (``--rerank``): ``swe-rl`` (the default) is SWE-RL's normalized patch (:mod:`.normalize`; ``rerank.py:
+majority_voting`` without its test-based rankers); ``ours`` is each edited file's path and Python AST, so that
+comments and formatting do not count, docstrings and added functions' context do."""
 
 from __future__ import annotations
 
@@ -8,9 +12,18 @@ import ast
 from collections import Counter
 from collections.abc import Mapping
 
+from swe_srl.eval.protocols.normalize import swerl_key
+
+RERANKS = ("swe-rl", "ours")
+
+
+def rerank_key(rule: str, old: Mapping[str, str], new: Mapping[str, str]) -> str:
+    """The key of a candidate whose edits turn ``old`` into ``new`` (path → text, edited files only)."""
+    return swerl_key(old, new) if rule == "swe-rl" else normalized(new)
+
 
 def normalized(new: Mapping[str, str]) -> str:
-    """The key of a candidate: each edited file's path and normalized new content (empty: no edit)."""
+    """Our key: each edited file's path and normalized new content (empty: no edit)."""
     return "\n".join(f"### {path}\n{_normal(text)}" for path, text in sorted(new.items()))
 
 

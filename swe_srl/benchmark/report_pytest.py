@@ -20,11 +20,14 @@ functions may write records. Imports nothing beyond ``os``, ``sys`` and pytest (
 adds cannot shadow them.
 """
 
-PYTEST_REPORT_PLUGIN = """\
+from swe_srl.benchmark.report_integrity import INTEGRITY
+
+_HEAD = """\
 import os as _os
 import sys as _sys
 import pytest as _pytest
 import _pytest.hookspec as _hookspec
+import _pytest.python as _python
 
 _NONCE = _os.urandom(12).hex()
 _UNSET = _os.environ.pop("SWE_SRL_UNSET", "").split()
@@ -35,7 +38,8 @@ _CRITICAL = (
     ("_pytest.runner", None), ("_pytest.runner", "CallInfo"), ("_pytest.reports", "TestReport"),
     ("_pytest.reports", "BaseReport"), ("_pytest.python", None), ("_pytest.python", "Function"),
     ("_pytest.skipping", None), ("_pytest.unittest", None), ("_pytest.unittest", "TestCaseFunction"),
-    ("_pytest.main", "Session"), ("pluggy._callers", None), ("pluggy.callers", None), ("pluggy._hooks", None),
+    ("_pytest.main", "Session"), ("_pytest.assertion.rewrite", None), ("_pytest.assertion.rewrite", "AssertionRewriter"),
+    ("_pytest.assertion.rewrite", "AssertionRewritingHook"), ("ast", None), ("pluggy._callers", None), ("pluggy.callers", None), ("pluggy._hooks", None),
     ("pluggy._hooks", "HookCaller"), ("pluggy._hooks", "_HookCaller"), ("pluggy.hooks", "_HookCaller"),
     ("pluggy._manager", "PluginManager"), ("pluggy.manager", "PluginManager"),
 )
@@ -93,6 +97,27 @@ def _flush(nodeid):
 
 
 _send("start")
+"""
+_BODY = """\
+for _arg in _sys.argv[1:]:  # the test files named: read before conftests and collection
+    _test_file(_arg.split("::")[0])
+_REWRITE_ASSERTS = getattr(_sys.modules.get("_pytest.assertion.rewrite"), "rewrite_asserts", None)
+
+
+def _rewritten(path, source):
+    # the module's code as pytest's assertion rewriter makes it (pytest >= 5 passes the source too)
+    if _REWRITE_ASSERTS is None or "config" not in _state:
+        return compile("", path, "exec", 0, True)
+    tree, code = _ast.parse(source, path), _REWRITE_ASSERTS.__code__
+    if "source" in code.co_varnames[: code.co_argcount]:
+        _REWRITE_ASSERTS(tree, source, path, _state["config"])
+    else:
+        _REWRITE_ASSERTS(tree, path, _state["config"])
+    return compile(tree, path, "exec", 0, True)
+
+
+_REWRITERS.append(_rewritten)
+_snapshot()
 
 
 def _allowed(plugin, pm):
@@ -129,13 +154,16 @@ def _machinery(pm):
         owner = _sys.modules.get(module)
         owner = getattr(owner, cls, None) if cls else owner
         if owner is not None:
-            out[(module, cls)] = tuple(sorted((k, id(v)) for k, v in vars(owner).items() if _code(v)))
+            out[(module, cls)] = tuple(
+                sorted((k, id(v), id(v.__code__) if type(v) is _FUNC else 0) for k, v in vars(owner).items() if _code(v))
+            )
     return out
 
 
 def _check(config, where):
     if "pm" not in _state:
         return
+    _integrity(where)
     pm = config.pluginmanager
     hooks, machinery = _hooks(pm), _machinery(pm)
     for name, seen in _state["hooks"].items():
@@ -158,6 +186,31 @@ def pytest_configure(config):
 def pytest_sessionstart(session):
     pm = session.config.pluginmanager
     _state.update(pm=pm, config=session.config, hooks=_hooks(pm), machinery=_machinery(pm))
+    _integrity("session start", lenient=True)  # hooks set by plugins and conftests (not the code under test) stay
+    _snapshot(hooks_only=True)
+
+
+def pytest_collectstart(collector):
+    if isinstance(collector, _python.Module) and type(collector).__name__ != "DoctestModule":
+        _test_file(str(getattr(collector, "path", None) or collector.fspath))
+
+
+@_pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    # the function about to run must be the one its test file defines
+    testcase, namespace = getattr(item, "_testcase", None), None
+    if testcase is not None:
+        obj, name = getattr(testcase, item.name, None), item.name
+    elif isinstance(item, _python.Function):
+        obj, name = item.obj, getattr(item, "originalname", None) or item.name.split("[")[0]
+        module = getattr(item, "module", None)
+        if getattr(module, "__file__", None):
+            namespace = (_real(module.__file__), vars(module))
+    else:
+        return
+    reason = _verify(obj, name, namespace)
+    if reason:
+        _tampered("test replaced: " + item.nodeid + ": " + reason)
 
 
 def _xfail_caller(item, excinfo):
@@ -223,4 +276,8 @@ def pytest_sessionfinish(session):
         _flush(nodeid)
     del _pending[:]
     _send("end", str(_sent[0]))
+
+
+_OWN = _own()
 """
+PYTEST_REPORT_PLUGIN = _HEAD + INTEGRITY + _BODY

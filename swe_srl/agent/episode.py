@@ -18,6 +18,7 @@ from swe_srl.benchmark.verdicts import is_test_file
 from swe_srl.core.actions import SUBMIT, Completion, ParsedOutput, is_submit
 from swe_srl.core.patches import clean_patch, patch_paths
 from swe_srl.core.prompts import build_messages
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import GradingError, PolicyError, SandboxError, SandboxTimeout
 from swe_srl.trajectories.schema import Step, Trajectory
 
@@ -140,6 +141,8 @@ class Episode:
     patch: str = ""
     patch_notes: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+    shell: str = PERSISTENT
+    """How the env runs this episode's commands (its reset's ``info["shell"]``); the prompt says so."""
 
     @property
     def done(self) -> bool:
@@ -154,9 +157,13 @@ class Episode:
         elif self.instance is not None:
             options["instance_id"] = self.instance.instance_id
         self.instance_id = options.get("instance_id", "")
+        shell_for = getattr(self.policy, "shell_for", None)  # a replay runs as its trajectory's agent ran
+        if shell_for is not None and (shell := shell_for(self.instance_id)) not in (None, PERSISTENT):
+            options.setdefault("shell", shell)
         try:
             _, info = self.env.reset(seed=self.seed, options=options or None)
             self.instance_id = info.get("instance_id", self.instance_id)
+            self.shell = info.get("shell", self.shell)
             if self.instance is None or isinstance(self.instance, str):
                 self.instance = getattr(getattr(self.env, "unwrapped", self.env), "instance", None)
             default = self.instance.problem_statement if self.instance is not None else ""
@@ -187,6 +194,7 @@ class Episode:
             observation_chars=self.config.observation_chars,
             token_budget=self._token_budget(),
             count_tokens=getattr(self.policy, "count_tokens", None),
+            shell=self.shell,
         )
 
     def advance(self, output: str) -> StepRecord | None:
@@ -294,8 +302,9 @@ class Episode:
             **({"patch_left_out": self.patch_notes} if self.patch_notes else {}),
         }
         trajectory = Trajectory(
-            self.instance_id, problem, steps, patch=self.patch, source="agent", metadata=metadata
+            self.instance_id, problem, steps, self.patch, source="agent", metadata=metadata
         )
+        trajectory.shell = self.shell
         return EpisodeResult(
             self.instance_id,
             self.steps,

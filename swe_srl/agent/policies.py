@@ -196,6 +196,11 @@ class ReplayPolicy(ScriptedPolicy):
             outputs.append(format_output("Submit the replayed work.", SUBMIT))
         return outputs
 
+    def shell_for(self, instance_id: str) -> str | None:
+        """How the trajectory of ``instance_id`` ran its actions (``Trajectory.shell``): the episode runs them so."""
+        traj = self.trajectories.get(instance_id)
+        return traj.shell if traj is not None else None
+
     @property
     def longest(self) -> int:
         """Policy calls the longest trajectory's replay takes (its submit included)."""

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.cli.infra import IMAGE_SOURCE_HELP
+from swe_srl.core.shells import check_shell
 from swe_srl.env.debug_shell import open_shell
 from swe_srl.errors import TaskError, TrajectoryFormatError
 from swe_srl.eval.replay import render_table, replay, replay_rows_text
@@ -55,17 +56,19 @@ def generate(
     repos_dir: Path | None = typer.Option(None, help="Local clones of the task repositories."),
     ray: str | None = typer.Option(None, "--ray", help="Run on Ray: 'auto' or 'ray://host:10001'."),
     workers: int = typer.Option(1, help="Parallel tasks: local processes, or Ray tasks (0 = cluster CPUs)."),
+    shell: str = typer.Option("persistent", help="persistent | per-action: how the commands run."),
 ) -> None:
     """Run the scripted expert on every task; keep the trajectories that resolve it."""
+    shell = check_shell(shell, "--shell")
 
     instances = load_instances(dataset)
     if ray or workers > 1:  # one task per instance; per-instance seeds: same result as sequential
-        kwargs = {"seed": seed, "repos_dir": repos_dir, "progress": False}
+        kwargs = {"seed": seed, "repos_dir": repos_dir, "progress": False, "shell": shell}
         tasks = [Task(i.instance_id, scripted_trajectories, ([i],), kwargs) for i in instances]
         with make_executor(ray, workers) as executor:
             trajs = [t for found in executor.map(tasks, progress=True).values() for t in found]
     else:
-        trajs = scripted_trajectories(instances, seed=seed, repos_dir=repos_dir)
+        trajs = scripted_trajectories(instances, seed=seed, repos_dir=repos_dir, shell=shell)
     write_jsonl(output, trajs)
     typer.echo(
         f"{len(trajs)}/{len(instances)} tasks resolved; {sum(len(t.steps) for t in trajs)} steps → {output}"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from swe_srl.core.actions import THINK_CLOSE, THINK_OPEN
+from swe_srl.core.shells import PERSISTENT, check_shell
 
 SYSTEM_PROMPT = """\
 You are an autonomous software engineer fixing an issue in a Python repository checked out at /testbed.
@@ -38,6 +39,11 @@ PATH is absolute; quote multi-line arguments for bash. `old_str` must match the 
 Locate the relevant code, reproduce the problem, make a minimal fix to the source (not the tests), verify it,
 then run `submit` alone to end the episode. Interactive programs (vim, less, a bare python REPL) are unavailable."""
 
+PER_ACTION_NOTE = (
+    "Each command runs in a new bash process started in /testbed: a cd, export or shell variable does not carry"
+    " over to the next command (prefix a command with `cd DIR &&` where it needs another directory)."
+)
+"""What the system prompt says of a ``per-action`` shell (``core/shells.py``), as mini-swe-agent's prompt does."""
 OBSERVATION_ELIDED = "[observation elided]"
 NO_OUTPUT = "(no output)"
 
@@ -93,6 +99,14 @@ def window_messages(messages: Sequence[Mapping[str, str]], window: int | None) -
     return [dict(messages[0]), problem, *(dict(m) for m in messages[2 + 2 * omitted :])]
 
 
+def system_prompt(shell: str = PERSISTENT) -> str:
+    """The system instructions for an episode whose commands run in ``shell`` (the persistent default: unchanged)."""
+    if check_shell(shell) == PERSISTENT:
+        return SYSTEM_PROMPT
+    lines = SYSTEM_PROMPT.split("\n")
+    return "\n".join([*lines[:2], PER_ACTION_NOTE, *lines[2:]])
+
+
 def approx_tokens(text: str) -> int:
     """A tokenizer-free estimate (about 4 characters a token), used when no ``count_tokens`` is given."""
     return (len(text) + 3) // 4
@@ -108,8 +122,11 @@ def build_messages(
     count_tokens: Callable[[str], int] | TokenCounter | None = None,
     thoughts: Sequence[str] | None = None,
     window: int | None = None,
+    shell: str = PERSISTENT,
 ) -> list[dict[str, str]]:
     """Chat messages for the next step, given the problem and the ``(action, observation)`` pairs so far.
+
+    ``shell``: how the episode's commands run (``core/shells.py``); the system prompt says so for ``per-action``.
 
     ``thoughts`` (one per history pair) puts each earlier thought as ``<think>…</think>`` before its action; by
     default earlier turns hold actions only, as in the SRL paper's step-wise context. ``window`` keeps the last
@@ -119,7 +136,7 @@ def build_messages(
     decomposition and evaluation), counting with ``count_tokens`` (a :class:`TokenCounter` or a plain counter).
     """
     messages = [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system_prompt(shell)},
         {"role": "user", "content": format_problem(problem, oracle_files)},
     ]
     for index, (action, observation) in enumerate(history):

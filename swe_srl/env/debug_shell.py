@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
+from swe_srl.core.shells import PER_ACTION, PERSISTENT
 from swe_srl.errors import SandboxError
 from swe_srl.infra.engine import engine_cli
 from swe_srl.infra.sandbox.factory import open_sandbox
@@ -29,9 +30,23 @@ def _raise_exit(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def exec_command(container_id: str, cwd: str, ps1: str, *, tty: bool) -> list[str]:
-    """The ``docker exec`` (``podman --remote exec``) argv of the interactive shell."""
+PER_ACTION_LOOP = (
+    "__home=$PWD; __env=(); while IFS= read -r -d '' __v; do __env+=(\"$__v\"); done < <(env -0); "
+    'while IFS= read -r -e -p "$SWE_SRL_PROMPT" __line; do [ "$__line" = exit ] && break; history -s "$__line"; '
+    '( cd -- "$__home" && exec env -i "${__env[@]}" bash --noprofile --norc -c "$__line" ); done; echo'
+)
+"""The per-action shell: each line read (readline, history) runs as a fresh bash from the starting directory with
+the starting environment, as a per-action trajectory's agent ran its actions; ``exit`` or Ctrl-D leaves."""
+
+
+def exec_command(container_id: str, cwd: str, ps1: str, *, tty: bool, shell: str = PERSISTENT) -> list[str]:
+    """The ``docker exec`` (``podman --remote exec``) argv of the interactive shell (``shell``: the trajectory's)."""
     flags = ["-it"] if tty else ["-i"]
+    if shell == PER_ACTION:
+        prompt_text = ps1.replace("\\w", cwd).replace("\\$", "$").replace(") ", ", per-action) ", 1)
+        env = ["-e", f"SWE_SRL_PROMPT={prompt_text}", "-e", "TERM=xterm"]
+        return [*engine_cli(), "exec", *flags, "-w", cwd, *env, container_id, "bash", "--norc", "--noprofile",
+                "-c", PER_ACTION_LOOP]  # fmt: skip
     bash = ["bash", "--norc", "--noprofile", "-i"]
     env = ["-e", f"PS1={ps1}", "-e", "TERM=xterm"]
     return [*engine_cli(), "exec", *flags, "-w", cwd, *env, container_id, *bash]
@@ -52,18 +67,22 @@ def open_shell(
     previous = {sig: signal.signal(sig, _raise_exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
     previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
     try:
-        with open_sandbox(instance, profile="shell", repos_dir=repos_dir) as sandbox:
+        shell = trajectory.shell if trajectory is not None else PERSISTENT
+        with open_sandbox(instance, profile="shell", repos_dir=repos_dir, shell=shell) as sandbox:
             cwd = WORKDIR
             if state is not None:
                 restore(sandbox, state, step or 0)
                 cwd = cwd_of(sandbox)
             if sandbox.container_id is None:
                 raise SandboxError(f"the sandbox for {instance.instance_id} has no container id")
-            argv = exec_command(
-                sandbox.container_id, cwd, prompt(instance.instance_id, step), tty=sys.stdin.isatty()
+            ps1, tty = prompt(instance.instance_id, step), sys.stdin.isatty()
+            argv = exec_command(sandbox.container_id, cwd, ps1, tty=tty, shell=shell)
+            how = (
+                f"; each command runs as a fresh bash from {cwd} (per-action)" if shell == PER_ACTION else ""
             )
             print(
-                f"swe-srl shell: {instance.instance_id} in container {sandbox.container_id[:12]}; `exit` to leave"
+                f"swe-srl shell: {instance.instance_id} in container {sandbox.container_id[:12]}{how}; "
+                "`exit` to leave"
             )
             try:
                 return subprocess.call(argv)

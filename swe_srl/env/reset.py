@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swe_srl.core.prompts import build_messages
-from swe_srl.errors import TaskError
+from swe_srl.core.shells import PERSISTENT, check_shell
+from swe_srl.errors import ConfigError, TaskError
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.base import Limits
 from swe_srl.infra.sandbox.docker import DockerSandbox
@@ -39,12 +40,19 @@ def find_instance(instances: list[Instance], instance_id: str, dataset: str) -> 
 
 
 def start_sandbox(
-    instance: Instance, limits: Limits, repos_dir: Path | None, warm_pool: WarmPool | None
+    instance: Instance,
+    limits: Limits,
+    repos_dir: Path | None,
+    warm_pool: WarmPool | None,
+    shell: str = PERSISTENT,
 ) -> DockerSandbox:
-    """A started ``episode`` sandbox of ``instance`` under ``limits`` (episode budget + :data:`SANDBOX_GRACE_S`)."""
+    """A started ``episode`` sandbox of ``instance`` under ``limits`` (episode budget + :data:`SANDBOX_GRACE_S`),
+    running commands in ``shell`` (``core/shells.py``)."""
     image = instance_image(instance, repos_dir=repos_dir)
     limits = replace(limits, episode_timeout_s=limits.episode_timeout_s + SANDBOX_GRACE_S)
-    spec = sandbox_spec(image, profile="episode", base_commit=instance.base_commit, limits=limits)
+    spec = sandbox_spec(
+        image, profile="episode", base_commit=instance.base_commit, limits=limits, shell=shell
+    )
     if warm_pool is not None:
         return warm_pool.acquire(spec)  # started ahead of time; the pool refills in the background
     sandbox = DockerSandbox(spec)
@@ -72,9 +80,29 @@ def read_oracle_files(
 
 
 def reset_messages(
-    instance: Instance, trajectory: Trajectory | None, step: int, oracle: dict[str, str]
+    instance: Instance,
+    trajectory: Trajectory | None,
+    step: int,
+    oracle: dict[str, str],
+    shell: str = PERSISTENT,
 ) -> list[dict[str, str]]:
-    """The prompt at reset: the problem (with the oracle files) and the expert's steps before ``step``."""
+    """The prompt at reset: the problem (with the oracle files) and the expert's steps before ``step``; the system
+    prompt says how commands run (``shell``)."""
     steps = trajectory.steps[:step] if trajectory is not None else []
     history = [(s.action, s.observation) for s in steps]
-    return build_messages(instance.problem_statement, history, oracle_files=oracle or None)
+    return build_messages(instance.problem_statement, history, oracle_files=oracle or None, shell=shell)
+
+
+def episode_shell(asked: str | None, trajectory: Trajectory | None, default: str) -> str:
+    """An episode's shell: the reset option ``shell`` (``asked``), else the trajectory's, else the env's
+    (``default``); an option that contradicts the trajectory is refused (its expert states hold for its shell)."""
+    if asked is not None:
+        check_shell(asked, "reset option shell")
+    if trajectory is None:
+        return asked or default
+    if asked is not None and asked != trajectory.shell:
+        raise ConfigError(
+            f"reset option shell={asked!r}, but trajectory {trajectory.instance_id!r} ran its actions "
+            f"{trajectory.shell!r}; leave the option out"
+        )
+    return trajectory.shell

@@ -21,7 +21,14 @@ from gymnasium import spaces
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.core.actions import Completion, is_submit, parse_output
 from swe_srl.core.patches import clean_patch
-from swe_srl.env.reset import find_instance, read_oracle_files, reset_messages, start_sandbox
+from swe_srl.core.shells import PERSISTENT, check_shell
+from swe_srl.env.reset import (
+    episode_shell,
+    find_instance,
+    read_oracle_files,
+    reset_messages,
+    start_sandbox,
+)
 from swe_srl.env.step_reward import ExpertStepReward
 from swe_srl.env.text import (
     ACTION_MAX_CHARS,
@@ -59,7 +66,9 @@ class SWEEnv(gymnasium.Env[str, str]):
 
     ``reset(options={"instance_id": ..., "trajectory": Trajectory, "step": k})`` picks the task (default: one drawn
     with ``self.np_random``) and, for the step-wise reward modes, the expert reference: the sandbox starts at the
-    expert state before step ``k`` and env step ``t`` is compared with expert step ``k + t``. ``sandbox`` is the live
+    expert state before step ``k`` and env step ``t`` is compared with expert step ``k + t``. Commands run in the
+    env's ``shell`` (``persistent`` or ``per-action``), or the trajectory's, or the reset option ``"shell"``'s
+    (``info["shell"]`` says which; the system prompt too). ``sandbox`` is the live
     :class:`~swe_srl.infra.sandbox.docker.DockerSandbox` (None outside an episode); with ``warm_pool`` (a
     :class:`~swe_srl.infra.sandbox.pool.WarmPool`, possibly shared by several envs) resets take an already started one. A container that dies mid-episode
     raises :class:`~swe_srl.errors.ContainerDied` from ``step()`` after the env closed itself.
@@ -81,6 +90,7 @@ class SWEEnv(gymnasium.Env[str, str]):
         instances: list[Instance] | None = None,
         warm_pool: WarmPool | None = None,
         strict_grading: bool = True,
+        shell: str = PERSISTENT,
     ) -> None:
         if reward_mode not in REWARD_MODES:
             raise ConfigError(f"reward_mode={reward_mode!r}: choose one of {', '.join(REWARD_MODES)}")
@@ -99,6 +109,10 @@ class SWEEnv(gymnasium.Env[str, str]):
         self.warm_pool = warm_pool
         self.strict_grading = strict_grading
         """Outcome reward: a patch the grading screen flags is unresolved (docs/grading.md); on by default."""
+        self.shell = check_shell(shell, "shell")
+        """How an episode's commands run (``core/shells.py``): ``persistent`` (default) or ``per-action``; an episode
+        against a trajectory runs them as the trajectory's agent did (its ``shell``), and the prompt says which."""
+        self.episode_shell = self.shell
         self.observation_space = spaces.Text(OBS_MAX_CHARS, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(ACTION_MAX_CHARS, min_length=0, charset=CHARSET)
         self.sandbox: DockerSandbox | None = None
@@ -126,10 +140,10 @@ class SWEEnv(gymnasium.Env[str, str]):
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = set(options) - {"instance_id", "trajectory", "step"}
+        unknown = set(options) - {"instance_id", "trajectory", "step", "shell"}
         if unknown:
             raise ConfigError(
-                f"reset options {sorted(unknown)} are unknown; use instance_id, trajectory, step"
+                f"reset options {sorted(unknown)} are unknown; use instance_id, trajectory, step, shell"
             )
         instances, instance_id = self._load_instances(), options.get("instance_id")
         if instance_id is None:
@@ -141,13 +155,15 @@ class SWEEnv(gymnasium.Env[str, str]):
             raise ConfigError(f"reward_mode={self.reward_mode!r} needs reset options trajectory=… and step=…")
         if trajectory is not None and not 0 <= step < max(len(trajectory.steps), 1):
             raise ConfigError(f"step={step} is outside trajectory of {len(trajectory.steps)} steps")
-        if not (self._pristine and instance is self.instance and step == 0):
+        shell = episode_shell(options.get("shell"), trajectory, self.shell)
+        if not (self._pristine and instance is self.instance and step == 0 and shell == self.episode_shell):
             self.close()
-            self.sandbox = start_sandbox(instance, self.limits, self._repos_path, self.warm_pool)
+            self.sandbox = start_sandbox(instance, self.limits, self._repos_path, self.warm_pool, shell)
             self._pristine = True
         elif hasattr(self.sandbox, "restart_clock"):
             self.sandbox.restart_clock()  # a container nothing ran in is reused as is
         self.instance, self._trajectory, self._expert_step = instance, trajectory, step
+        self.episode_shell = shell
         try:
             oracle = read_oracle_files(self.sandbox, instance, self.use_oracle_files, self.oracle_window)
             if trajectory is not None and step > 0:
@@ -159,9 +175,9 @@ class SWEEnv(gymnasium.Env[str, str]):
             raise
         self._t, self._done = 0, False
         self._deadline = time.monotonic() + self.limits.episode_timeout_s
-        messages = reset_messages(instance, trajectory, step, oracle)
+        messages = reset_messages(instance, trajectory, step, oracle, shell)
         info = {"instance_id": instance.instance_id, "problem": instance.problem_statement}
-        info |= {"oracle_files": oracle, "messages": messages}
+        info |= {"oracle_files": oracle, "messages": messages, "shell": shell}
         return render_messages(messages), info
 
     def close(self) -> None:

@@ -75,7 +75,7 @@ def replay(
     """Replay every step of ``traj`` in a fresh sandbox on ``instance``; also saves the expert state."""
 
     rows: list[ReplayRow] = []
-    with open_sandbox(instance, profile="expert", repos_dir=repos_dir) as sandbox:
+    with open_sandbox(instance, profile="expert", repos_dir=repos_dir, shell=traj.shell) as sandbox:
         state = ExpertState(diffs=[], cwds=[], start=sandbox.diff())
         for index, result, diff, cwd, scratch in replay_steps(sandbox, traj, state.start):
             step = traj.steps[index]

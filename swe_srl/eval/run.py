@@ -91,7 +91,7 @@ def _episode(instance: Instance, settings: EvalSettings) -> dict[str, Any]:
     config = AgentConfig(max_steps=settings.max_steps, episode_timeout_s=settings.episode_timeout_s)
     env = SWEEnv(instances=[instance], repos_dir=settings.repos_dir, oracle_files=settings.oracle_files,
                  oracle_window=settings.oracle_window,
-                 limits=Limits(episode_timeout_s=settings.episode_timeout_s))  # fmt: skip
+                 limits=Limits(episode_timeout_s=settings.episode_timeout_s), shell=settings.shell)  # fmt: skip
     try:
         result = run_episode(env, policy, instance, config)
     finally:

@@ -12,6 +12,7 @@ from typing import Any
 
 from swe_srl.agent.models import MAX_CONCURRENT_REQUESTS
 from swe_srl.agent.policies import default_max_steps
+from swe_srl.core.shells import PERSISTENT, check_shell
 from swe_srl.errors import ConfigError
 from swe_srl.eval.protocols.oneshot import REPAIR_INPUT_TOKENS, check_protocol
 from swe_srl.trajectories.oracle import oracle_setting
@@ -35,6 +36,9 @@ class EvalSettings:
     oracle_files: bool = False
     oracle_window: int | None = None
     """With ``oracle_files``: None keeps whole files (SWE-bench's oracle setting); N: windows of N context lines."""
+    shell: str = PERSISTENT
+    """``agent``: how episodes run commands (``core/shells.py``): ``persistent`` | ``per-action``; a replay's
+    trajectories run as their own agent ran them."""
     repos_dir: str | None = None
     grade_timeout_s: float = 1800.0
     direct: bool = False
@@ -69,6 +73,7 @@ class EvalSettings:
             object.__setattr__(self, "max_steps", default_max_steps(self.policy))
         if self.max_steps < 1:
             raise ConfigError(f"max_steps={self.max_steps}: need at least one step")
+        check_shell(self.shell, "--shell")
         if self.max_concurrent_requests < 1:
             raise ConfigError(f"--max-concurrent-requests {self.max_concurrent_requests}: need at least 1")
         check_protocol(self)

@@ -4,6 +4,8 @@ overrides: :mod:`swe_srl.train.config`."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from swe_srl.train.tiny.augment import SwapPool
@@ -192,4 +194,9 @@ class RlvrOptions(StrictOptions):
     )
     eval_instances: int = Field(
         2, ge=0, description="Held-out resolve rate: greedy episodes on the first N test instances (0: none)."
+    )
+    shell: Literal["persistent", "per-action"] = Field(
+        "persistent",
+        description="How episodes run commands (core/shells.py): one persistent bash, or per-action (each command "
+        "a fresh bash from /testbed, as mini-swe-agent runs them); the prompt says which.",
     )

@@ -93,17 +93,18 @@ def rlvr_rows(config: TrainConfig, instances: list) -> list[dict[str, Any]]:
     rows = []
     for instance in instances:
         files = oracle.get(instance.instance_id) or None
-        prompt = build_messages(instance.problem_statement, [], oracle_files=files)
+        prompt = build_messages(instance.problem_statement, [], oracle_files=files, shell=config.rlvr.shell)
         rows.append({"prompt": prompt, "instance_id": instance.instance_id})
     return rows
 
 
 def rlvr_env_kwargs(config: TrainConfig) -> dict[str, Any]:
     """The ``SWEEnv`` options of the run's episodes: command and episode limits, oracle files, local clones
-    (``repos_dir``: the instance images and grading read the repositories from there)."""
+    (``repos_dir``: the instance images and grading read the repositories from there), the shell."""
 
     limits = Limits(command_timeout_s=config.rlvr.command_timeout_s, episode_timeout_s=600.0)
-    return {"limits": limits, "oracle_files": config.oracle_files, "repos_dir": config.repos_dir}
+    return {"limits": limits, "oracle_files": config.oracle_files, "repos_dir": config.repos_dir,
+            "shell": config.rlvr.shell}  # fmt: skip
 
 
 def refuse_viewed(config: TrainConfig) -> None:

@@ -125,7 +125,7 @@ def expert_states(
     if path.exists() and not refresh:
         data = json.loads(path.read_text(encoding="utf-8"))
         return ExpertState(data["diffs"], data["cwds"], data.get("start", ""), data.get("scratch", []))
-    with open_sandbox(instance, profile="expert", repos_dir=repos_dir) as sandbox:
+    with open_sandbox(instance, profile="expert", repos_dir=repos_dir, shell=traj.shell) as sandbox:
         state = ExpertState(diffs=[], cwds=[], start=sandbox.diff())
         for _, _, diff, cwd, scratch in replay_steps(sandbox, traj, state.start):
             state.diffs.append(diff)

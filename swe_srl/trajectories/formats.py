@@ -19,6 +19,7 @@ import re
 import shlex
 from typing import Any
 
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import TrajectoryFormatError
 from swe_srl.trajectories.schema import Step, Trajectory
 
@@ -266,10 +267,11 @@ def run_metadata(record: dict[str, Any]) -> dict[str, str]:
 
 
 def finish_trajectory(
-    record: dict[str, Any], where: str, source: str, problem: str, steps: list[Step]
+    record: dict[str, Any], where: str, source: str, problem: str, steps: list[Step], shell: str = PERSISTENT
 ) -> Trajectory:
     """The Trajectory of a parsed record: id (:func:`record_instance_id`, run suffix dropped), patch, outcome,
-    problem (``problem_statement`` when the record has one) and :func:`run_metadata`."""
+    problem (``problem_statement`` when the record has one), :func:`run_metadata` and how its agent ran actions
+    (``shell``: OpenHands, SWE-Gym, SWE-smith, SWE-agent and nebius keep one shell; mini-swe-agent does not)."""
     info = record.get("info") if isinstance(record.get("info"), dict) else {}
     raw_id = record_instance_id(record)
     if not raw_id:
@@ -295,4 +297,5 @@ def finish_trajectory(
         resolved=resolved if isinstance(resolved, bool) else None,
         source=source,
         metadata=metadata,
+        shell=shell,
     )

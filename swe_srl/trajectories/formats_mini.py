@@ -17,6 +17,8 @@ calls, else mini's own regex on the text (exactly one fence, else a format error
 * Observations are what the agent saw with only the ``<returncode>N</returncode>`` line and the ``<output>`` wrapper
   taken off (N is the step's exit code); the long-output form (``<warning>``, ``<output_head>``,
   ``<elided_chars>``, ``<output_tail>``) and ``<exception>`` lines are kept verbatim.
+* Every environment of mini runs each action as its own process (``docker exec -w CWD … bash -lc ACTION``), so a
+  ``cd`` or ``export`` does not reach the next action: the trajectory's ``shell`` is ``per-action``.
 * Format-error messages (``extra.interrupt_type``) are not observations; a message's text before the fence is the
   step's thought, and a turn without an action joins the next step's thought.
 """
@@ -27,6 +29,7 @@ import json
 import re
 from typing import Any
 
+from swe_srl.core.shells import PER_ACTION
 from swe_srl.errors import TrajectoryFormatError
 from swe_srl.trajectories.formats import extract_problem, finish_trajectory, text_of, tool_calls
 from swe_srl.trajectories.schema import Step, Trajectory
@@ -134,9 +137,8 @@ def parse_mini(record: dict[str, Any], where: str) -> Trajectory:
     problem, steps, unobserved = _parse_messages(
         _run_messages(messages, (status or "").lower() == "submitted"), where
     )
-    return finish_trajectory(
-        record, where, "mini-swe-agent", problem, _mark_submission(steps, unobserved, status)
-    )
+    steps = _mark_submission(steps, unobserved, status)
+    return finish_trajectory(record, where, "mini-swe-agent", problem, steps, shell=PER_ACTION)
 
 
 def _parse_messages(messages: list[Any], where: str) -> tuple[str, list[Step], list[Step]]:

@@ -37,6 +37,7 @@ from swe_srl.core.prompts import (
     omitted_note,
     truncate_observation,
 )
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import TrajectoryFormatError
 from swe_srl.trajectories.schema import Trajectory
 
@@ -64,6 +65,8 @@ def trajectory_record(
     }
     if history_thoughts:
         record["thoughts"] = [s.thought for s in traj.steps]
+    if traj.shell != PERSISTENT:  # the system prompt says how its agent ran commands
+        record["shell"] = traj.shell
     return record
 
 
@@ -73,7 +76,10 @@ def history_messages(record: Mapping[str, Any]) -> list[dict[str, str]]:
     Observations are stored cut, so they are not cut again (``observation_chars=0``): the same text as
     ``build_messages`` with the header's ``observation_chars`` gives for the raw observations."""
     history = list(zip(record["actions"], record["observations"], strict=True))
-    return build_messages(record["problem"], history, observation_chars=0, thoughts=record.get("thoughts"))
+    shell = record.get("shell", PERSISTENT)
+    return build_messages(
+        record["problem"], history, observation_chars=0, thoughts=record.get("thoughts"), shell=shell
+    )
 
 
 def problem_message(problem: str, files: Mapping[str, str] | None) -> dict[str, str]:

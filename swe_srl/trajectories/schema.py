@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swe_srl.core.shells import PERSISTENT, SHELL_MODES
 from swe_srl.errors import TrajectoryFormatError
 from swe_srl.paths import atomic_write_text
 
@@ -40,6 +41,10 @@ class Trajectory:
     ``where`` (file and record), and, where the source records them, ``model`` (the expert model's name),
     ``exit_status`` (how the run ended: ``submitted``, ``Submitted``, ``exit_cost``...), ``run_id``, ``traj_id``,
     ``id``."""
+    shell: str = PERSISTENT
+    """How the agent ran the actions (``core/shells.py``): ``persistent`` (one shell) or ``per-action`` (a fresh
+    process from the initial working directory and environment: mini-swe-agent). Replays, expert states, the effect
+    layer and episodes against this trajectory run its actions the same way."""
 
     def to_dict(self) -> dict[str, Any]:
         """``dataclasses.asdict`` of the trajectory (same keys, same order), without its deep copy of every step."""
@@ -55,6 +60,7 @@ class Trajectory:
             "resolved": self.resolved,
             "source": self.source,
             "metadata": copy.deepcopy(self.metadata),
+            "shell": self.shell,
         }
 
     @classmethod
@@ -69,13 +75,26 @@ class Trajectory:
                 resolved=data.get("resolved"),
                 source=data.get("source", "native"),
                 metadata=dict(data.get("metadata") or {}),
+                shell=data.get("shell", PERSISTENT),
             )
         except (KeyError, TypeError) as exc:
             raise TrajectoryFormatError(f"{where}: not a native trajectory record ({exc})") from None
+        except TrajectoryFormatError as exc:
+            raise TrajectoryFormatError(f"{where}: {exc}") from None
+
+    def __post_init__(self) -> None:
+        if self.shell not in SHELL_MODES:
+            raise TrajectoryFormatError(
+                f"trajectory {self.instance_id!r}: shell={self.shell!r}; choose one of {', '.join(SHELL_MODES)}"
+            )
 
     def content_hash(self) -> str:
-        """Stable hash of what replay depends on (instance and actions), used as a cache key."""
-        payload = json.dumps([self.instance_id, [s.action for s in self.steps]], ensure_ascii=False)
+        """Stable hash of what replay depends on (instance, actions and a shell other than the default), used as a
+        cache key."""
+        parts: list[Any] = [self.instance_id, [s.action for s in self.steps]]
+        if self.shell != PERSISTENT:
+            parts.append(self.shell)
+        payload = json.dumps(parts, ensure_ascii=False)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

@@ -24,6 +24,7 @@ from rich.progress import Progress
 
 from swe_srl.benchmark.instances import Instance, load_instances
 from swe_srl.benchmark.verdicts import verdict
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import SweSrlError, TaskError
 from swe_srl.grading.runner import run_tests
 from swe_srl.infra.image_build import file_lock
@@ -220,6 +221,7 @@ def script_trajectory(sandbox, instance: Instance, *, seed: int = 0) -> Trajecto
         patch=sandbox.diff(),
         source="scripted",
         metadata={"seed": seed},
+        shell=sandbox.spec.shell,  # the sandbox ran the script as its spec says: persistent or per-action
     )
     save_state(traj, instance, script.state)
     return traj
@@ -230,11 +232,11 @@ def _resolved(sandbox, instance: Instance) -> bool:
     return verdict(instance, run_tests(sandbox, instance)) == "resolved"
 
 
-def _one(instance: Instance, seed: int, repos_dir: Path | None) -> Trajectory | str:
+def _one(instance: Instance, seed: int, repos_dir: Path | None, shell: str = PERSISTENT) -> Trajectory | str:
     """A resolved trajectory, or the reason there is none."""
 
     try:
-        with open_sandbox(instance, profile="expert", repos_dir=repos_dir) as sandbox:
+        with open_sandbox(instance, profile="expert", repos_dir=repos_dir, shell=shell) as sandbox:
             traj = script_trajectory(sandbox, instance, seed=seed)
             traj.resolved = _resolved(sandbox, instance)
     except TaskError as exc:
@@ -249,9 +251,11 @@ def scripted_trajectories(
     repos_dir: Path | None = None,
     progress: bool = True,
     workers: int = 2,
+    shell: str = PERSISTENT,
 ) -> list[Trajectory]:
     """One scripted trajectory per instance, run for real in ``workers`` parallel sandboxes; only resolved ones
-    are kept (the others are reported), in the order of ``instances``."""
+    are kept (the others are reported), in the order of ``instances``. ``shell``: how the sandboxes run the
+    script's commands (``core/shells.py``), recorded in each trajectory."""
 
     instances = list(instances)
     console = Console(stderr=True)
@@ -259,7 +263,7 @@ def scripted_trajectories(
         instance_image(instance, repos_dir=repos_dir)
     with Progress(console=console, disable=not progress) as bar, ThreadPoolExecutor(max(1, workers)) as pool:
         task = bar.add_task("scripted expert", total=len(instances))
-        futures = [pool.submit(_one, instance, seed, repos_dir) for instance in instances]
+        futures = [pool.submit(_one, instance, seed, repos_dir, shell) for instance in instances]
         results = []
         for instance, future in zip(instances, futures, strict=True):
             results.append(future.result())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from swe_srl.core.shells import PERSISTENT, check_shell
 from swe_srl.errors import ConfigError
 
 GRADING_NETWORK_ENV = "SWE_SRL_GRADING_NETWORK"
@@ -167,3 +168,9 @@ class SandboxSpec:
     """Label grouping containers of one process/run (the janitor reaps labels of dead runs)."""
     labels: dict[str, str] = field(default_factory=dict)
     """Extra container labels (``sandbox.factory`` sets ``swe-srl.profile``); the janitor's own labels win."""
+    shell: str = PERSISTENT
+    """How ``run()`` runs a command (``core/shells.py``): ``persistent`` (one bash, state carries over) or
+    ``per-action`` (a fresh bash from ``workdir`` with the session's initial environment each time)."""
+
+    def __post_init__(self) -> None:
+        check_shell(self.shell, "SandboxSpec.shell")

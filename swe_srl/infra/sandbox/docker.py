@@ -28,6 +28,7 @@ import uuid
 import docker
 import requests
 
+from swe_srl.core.shells import PER_ACTION
 from swe_srl.errors import ConfigError, ImageNotFound, SandboxError, SandboxTimeout
 from swe_srl.infra.engine import docker_client, engine_cpus, engine_name
 from swe_srl.infra.executables import session_init
@@ -35,7 +36,7 @@ from swe_srl.infra.sandbox import enforcement, janitor, owner_watch
 from swe_srl.infra.sandbox.base import ExecResult, Patch, SandboxSpec
 from swe_srl.infra.sandbox.files import ContainerFiles
 from swe_srl.infra.sandbox.patching import PRISTINE_DIR, RepoBroken, diff_in
-from swe_srl.infra.sandbox.shell import Reply, Shell, ShellEOF, ShellExpired, ShellStopped
+from swe_srl.infra.sandbox.shell import Reply, Shell, ShellEOF, ShellExpired, ShellStopped, per_action
 from swe_srl.infra.sandbox.shell_keeper import STARTUP_S, ShellKeeper
 from swe_srl.infra.sandbox.start_limit import start_permit
 from swe_srl.infra.sandbox.tether import release, run_tethered
@@ -171,8 +172,11 @@ class DockerSandbox(ShellKeeper, ContainerFiles):
 
     # -- commands --------------------------------------------------------------------------------------------
     def run(self, command: str, timeout: float | None = None) -> ExecResult:
-        """Run ``command`` in the persistent session; failures, timeouts and a killed shell are results."""
+        """Run ``command`` in the persistent session (``spec.shell`` ``per-action``: as a fresh bash launched from
+        it); failures, timeouts and a killed shell are results."""
         session = self._require_session()
+        if self.spec.shell == PER_ACTION:
+            command = per_action(command)
         limits = self.spec.limits
         started = time.monotonic()
         if started >= self._deadline:

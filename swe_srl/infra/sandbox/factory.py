@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from swe_srl.benchmark.instances import Instance
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import ConfigError
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.base import GRADING_NETWORK_ENV, Limits, SandboxSpec
@@ -101,11 +102,14 @@ def sandbox_spec(
     base_commit: str | None = None,
     limits: Limits | Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    shell: str = PERSISTENT,
 ) -> SandboxSpec:
     """The spec of a ``profile`` sandbox on ``image``.
 
     ``limits``: a ``Limits`` replaces the profile's, a mapping overrides some of its fields (``{"memory": "8g"}``).
-    ``env`` is added to the profile's environment. ``base_commit`` is what ``diff()`` compares against.
+    ``env`` is added to the profile's environment. ``base_commit`` is what ``diff()`` compares against. ``shell``:
+    how ``run()`` runs commands (``core/shells.py``: ``persistent``, or ``per-action`` as a trajectory's agent ran
+    them).
     """
     if profile not in PROFILES:
         raise ConfigError(f"sandbox profile {profile!r}: choose one of {', '.join(PROFILES)}")
@@ -118,6 +122,7 @@ def sandbox_spec(
         base_commit=base_commit,
         env={**chosen.env, **(env or {})},
         labels={PROFILE_LABEL: profile},
+        shell=shell,
     )
 
 

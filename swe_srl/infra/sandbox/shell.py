@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import select
+import shlex
 import subprocess
 import tempfile
 import time
@@ -49,6 +50,24 @@ _ESCAPES.update({c: f"\\x{c:02x}" for c in [*range(32), 127] if c not in _ESCAPE
 def ansi_c_quote(text: str) -> str:
     """``text`` as a bash ``$'...'`` word: one line, no interpretation of its content (pure function)."""
     return "$'" + text.translate(_ESCAPES) + "'"
+
+
+def per_action_setup(workdir: str) -> str:
+    """Session lines noting the initial working directory and environment (``env -0``, less ``_``) that every
+    :func:`per_action` command starts from (run after the session init, so the image's activation is in it)."""
+    return (
+        f"__swesrl_home={shlex.quote(workdir)}; __swesrl_env=(); while IFS= read -r -d '' __swesrl_v; do "
+        'case $__swesrl_v in _=*) ;; *) __swesrl_env+=("$__swesrl_v");; esac; done < <(env -0)\n'
+    )
+
+
+def per_action(command: str) -> str:
+    """``command`` as a fresh ``bash -c`` process in the initial working directory with the initial environment
+    (:func:`per_action_setup`): nothing it sets (``cd``, ``export``, variables, functions) reaches the next one."""
+    return (  # the launching session's own job notice ("Killed …") goes to /dev/null, the process's stderr does not
+        '{ ( cd -- "$__swesrl_home" && exec env -i "${__swesrl_env[@]}" bash --noprofile --norc -c '
+        f"{ansi_c_quote(command)} ) 2>&3 3>&-; }} 3>&2 2>/dev/null"
+    )
 
 
 class ShellExpired(Exception):

@@ -1,5 +1,8 @@
 """Keeping a sandbox's two shells alive: the session (the policy's persistent bash) and the control shell.
 
+With ``SandboxSpec.shell`` ``per-action`` the session only launches each command as a fresh bash
+(``shell.per_action``), from the working directory and environment it noted at its start.
+
 The control shell (``/``, builtins for killing) stops a timed-out or over-budget command's processes, replaces a
 session the policy killed, and runs the diffs (``patching.py``). Either shell can die (``exit``, ``kill -9 -1``,
 ``pkill -9 bash``): it is replaced, and only a container that is really gone is ``ContainerDied``. Mixed into
@@ -13,9 +16,10 @@ import shlex
 import time
 from typing import Any
 
+from swe_srl.core.shells import PER_ACTION
 from swe_srl.errors import ContainerDied, SandboxError, SandboxTimeout
 from swe_srl.infra.sandbox.base import ExecResult, SandboxSpec
-from swe_srl.infra.sandbox.shell import PRELUDE, Reply, Shell, ShellEOF, ShellExpired
+from swe_srl.infra.sandbox.shell import PRELUDE, Reply, Shell, ShellEOF, ShellExpired, per_action_setup
 
 STARTUP_S = 30.0
 KILL_GRACE_S = 2.0
@@ -87,6 +91,8 @@ class ShellKeeper:
             f"{{ {self._session_init}\n}} >/dev/null 2>&1; __swesrl_init=$?\n" if self._session_init else ""
         )
         session.send(PRELUDE + f"ulimit -f {max(1, self.spec.limits.disk_bytes // 1024)}\n" + init)
+        if self.spec.shell == PER_ACTION:  # commands run as fresh bashes: the session's cwd never moves
+            session.send(per_action_setup(self.spec.workdir))
         reply = session.command(
             f"cd {shlex.quote(self._cwd)} 2>/dev/null; echo ${{__swesrl_init:-0}} $$", 4096, deadline
         )

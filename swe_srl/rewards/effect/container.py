@@ -14,7 +14,9 @@ every container. :meth:`EffectBox.reset` puts the box into a state and checks th
   places are emptied; then the worktree's tree id must equal the state's, and the git refs (branches, tags, stash) and the
   ignored files must be those the box started with — else the box is replaced;
 * the cwd is the state's; the action runs as ``( eval ACTION )``, so nothing it sets (variables, functions,
-  ``cd``, ``set -e``, traps) outlives it in the session.
+  ``cd``, ``set -e``, traps) outlives it in the session. A box of a ``per-action`` trajectory (``shell``) runs
+  every command as a fresh process from ``/testbed`` with the initial environment, as its agent did (its states'
+  cwd is always ``/testbed``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import stat
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import is_submit
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import SandboxError
 from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.rewards.effect.score import ActionFacts, Delta, parse_delta
@@ -99,10 +102,10 @@ def _fingerprint(upper: str) -> frozenset:
 class EffectBox:
     """A started ``effect``-profile sandbox of ``instance``; :meth:`reset` it, :meth:`act`, read trees and deltas."""
 
-    def __init__(self, instance: Instance, *, repos_dir=None) -> None:
+    def __init__(self, instance: Instance, *, repos_dir=None, shell: str = PERSISTENT) -> None:
         self.instance = instance
         self.base = instance.base_commit
-        self.sandbox = open_sandbox(instance, profile="effect", repos_dir=repos_dir).start()
+        self.sandbox = open_sandbox(instance, profile="effect", repos_dir=repos_dir, shell=shell).start()
         self.trees: dict[str, str] = {}
         self.at: tuple[str, str] | None = None
         """(tree, cwd) the box is in, untouched since the reset; None once a command may have changed it."""

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.verdicts import is_test_file
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import ConfigError
 from swe_srl.grading.runner import run_tests
 from swe_srl.paths import atomic_write_text, cache_dir
@@ -114,23 +115,25 @@ class SandboxEffect:
 
     # ----------------------------------------------------------------------------------------------- sandboxes
     def _box(self, instance: Instance, fresh: dict) -> EffectBox:
-        """The instance's box: the warm one, or (``warm=False``) this evaluation's own (kept in ``fresh``)."""
-        iid = instance.instance_id
+        """The instance's box: the warm one, or (``warm=False``) this evaluation's own (kept in ``fresh``), running
+        commands as the trajectory's agent did (``fresh["shell"]``: one warm box per instance and shell)."""
+        shell = fresh.get("shell", PERSISTENT)
+        iid = instance.instance_id if shell == PERSISTENT else f"{instance.instance_id}\0{shell}"
         if not self.warm:
             if "box" not in fresh:
-                fresh["box"] = self._start(instance)
+                fresh["box"] = self._start(instance, shell)
             return fresh["box"]
         if iid in self._boxes:
             self._boxes.move_to_end(iid)
             return self._boxes[iid]
         while len(self._boxes) >= self.max_boxes:
             self._boxes.popitem(last=False)[1].close()
-        self._boxes[iid] = self._start(instance)
+        self._boxes[iid] = self._start(instance, shell)
         return self._boxes[iid]
 
-    def _start(self, instance: Instance) -> EffectBox:
+    def _start(self, instance: Instance, shell: str = PERSISTENT) -> EffectBox:
         self.sandbox_starts += 1
-        return EffectBox(instance, repos_dir=self.repos_dir)
+        return EffectBox(instance, repos_dir=self.repos_dir, shell=shell)
 
     def _reset(self, instance: Instance, fresh: dict, diff: str, cwd: str, scratch: str = "") -> EffectBox:
         """The instance's box, put into the expert state (base + ``diff``, ``cwd``, ``scratch`` files outside the
@@ -141,7 +144,7 @@ class SandboxEffect:
         except Tainted:
             box.close()
             if self.warm:
-                del self._boxes[instance.instance_id]
+                del self._boxes[next(k for k, v in self._boxes.items() if v is box)]
             else:
                 del fresh["box"]
             box = self._box(instance, fresh)
@@ -219,7 +222,7 @@ class SandboxEffect:
     def prepare(self, instance: Instance, traj: Trajectory) -> None:
         """Compute (or load) the expert's facts and, at its edit steps, the test outcomes before and after."""
         state = expert_states(traj, instance, repos_dir=self.repos_dir)
-        fresh: dict = {}
+        fresh: dict = {"shell": traj.shell}
         try:
             for step in range(len(state.diffs)):
                 expert = self._expert(instance, traj, state, step, fresh)
@@ -241,7 +244,7 @@ class SandboxEffect:
             raise ConfigError(f"step {step} out of range for {traj.instance_id} ({len(state.diffs)} steps)")
         if action == traj.steps[step].action and not rerun:
             return EffectResult(1.0, True, True, None, {}, cached=True)
-        fresh: dict = {}
+        fresh: dict = {"shell": traj.shell}
         try:
             return self._evaluate(instance, traj, state, step, action, fresh)
         finally:
@@ -253,6 +256,8 @@ class SandboxEffect:
         key = (instance.instance_id, expert.pre, state.before(step)[1], action)
         if scratch := state.scratch_before(step):  # the files outside the repository the action may read
             key += (tree_hash(scratch),)
+        if traj.shell != PERSISTENT:  # the action runs as a fresh process, as the trajectory's agent ran it
+            key += (traj.shell,)
         record, ran = self._load("action-facts", *key), False
         if record is None:
             record, ran = self._act(instance, state, step, action, fresh), True

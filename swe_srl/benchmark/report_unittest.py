@@ -21,7 +21,10 @@ looked at), a success must not be reported while the test's outcome says it
 failed or an exception is being handled, and only this module may write records. Python 3.5 syntax.
 """
 
-UNITTEST_REPORTER = """\
+from swe_srl.benchmark.report_integrity import INTEGRITY
+from swe_srl.benchmark.verdicts import TEST_PATH
+
+_HEAD = """\
 import os as _os
 import sys as _sys
 
@@ -74,10 +77,16 @@ def _tampered(what):
     if what not in _said:
         _said.add(what)
         _send("tampered", _escaped(what))
+"""
+_BODY = """\
 
 
 def _methods(owner):
-    return dict((k, id(v)) for k, v in vars(owner).items() if callable(v) or isinstance(v, (classmethod, staticmethod)))
+    out = {}
+    for k, v in vars(owner).items():
+        if callable(v) or isinstance(v, (classmethod, staticmethod)):
+            out[k] = (id(v),) + ((id(v.__code__),) + tuple(id(c) for c in _cells(v)) if type(v) is _FUNC else ())
+    return out
 
 
 def _watch(owner):
@@ -85,6 +94,7 @@ def _watch(owner):
 
 
 def _check(where):
+    _integrity(where)
     for owner, seen in _watched:
         now = _methods(owner)
         if any(now.get(name) != value for name, value in seen.items()):
@@ -95,6 +105,22 @@ def _end():
     _check("session end")
     _send("end", str(_sent[0]))
     _done.append(True)
+
+
+def _verify_test(test):
+    # the method about to run must be the one its test file defines (unittest's own placeholders aside)
+    name, cls = getattr(test, "_testMethodName", None), type(test)
+    if not name or cls.__module__.split(".")[0] in ("unittest", "doctest") and cls is getattr(
+        _sys.modules.get(cls.__module__), cls.__name__, None
+    ):
+        return
+    try:
+        method = getattr(test, name)
+    except Exception:
+        return
+    reason = _verify(method, name)
+    if reason:
+        _tampered("test replaced: " + str(test) + ": " + reason)
 
 
 def _keys(test):
@@ -131,7 +157,12 @@ def _hook_unittest():
                          ("addSkip", "SKIPPED"), ("addExpectedFailure", "SKIPPED"),
                          ("addUnexpectedSuccess", "FAILED"), ("addSubTest", None)):
         wrap(name, status)
-    start, stop = base.startTestRun, base.stopTestRun
+    start, stop, start_test = base.startTestRun, base.stopTestRun, base.startTest
+
+    def startTest(self, test):
+        _check(str(test))
+        _verify_test(test)
+        return start_test(self, test)
 
     def startTestRun(self):
         _depth[0] += 1
@@ -144,7 +175,7 @@ def _hook_unittest():
             _end()
         return value
 
-    base.startTestRun, base.stopTestRun = startTestRun, stopTestRun
+    base.startTestRun, base.stopTestRun, base.startTest = startTestRun, stopTestRun, startTest
     for owner in (base, case.TestCase, suite.TestSuite, suite.BaseTestSuite,
                   runner.TextTestResult, runner.TextTestRunner):
         _watch(owner)
@@ -162,6 +193,9 @@ def _hook_sympy(module):
             if name == "entering_test":
                 _current[0] = getattr(args[0], "__name__", None)
                 _check(str(_current[0]))
+                reason = _verify(args[0], None)
+                if reason:
+                    _tampered("test replaced: " + str(_current[0]) + ": " + reason)
             elif name == "entering_filename":
                 _current[0] = None
             elif name == "finish":
@@ -211,6 +245,13 @@ def _main():
     _hook_unittest()
     _sys.meta_path.insert(0, _Finder())
     args = _sys.argv[1:]
+    folder = _os.path.dirname(_os.path.abspath(args[0])) if args[:1] != ["-m"] else _os.getcwd()
+    for arg in args[1:]:  # the test files named: read before the runner imports any code under test
+        if not arg.startswith("-"):
+            _test_file(arg)
+            for where in (folder, _os.getcwd()):
+                _test_file(_os.path.join(where, arg.replace(".", _os.sep) + ".py"))
+    _snapshot()
     if args[:1] == ["-m"]:
         _sys.argv = args[1:]
         _sys.path.insert(0, _os.getcwd())
@@ -221,6 +262,8 @@ def _main():
         runpy.run_path(args[0], run_name="__main__")
 
 
+_OWN = _own()
 if __name__ == "__main__":
     _main()
 """
+UNITTEST_REPORTER = f"_TEST_PATH = {TEST_PATH.pattern!r}\n" + _HEAD + INTEGRITY + _BODY

@@ -141,6 +141,32 @@ def _added(diff: FileDiff) -> list[str]:
     return [ln[1:] for ln in diff.text.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
 
 
+_ALIAS = re.compile(
+    r"\bimport\s+(sys|gc|os|atexit|inspect|threading|types|pytest|unittest)\s+as\s+(\w+)"
+    r"|\b(\w+)\s*=\s*(?:__import__|importlib\s*\.\s*import_module)\s*\(\s*[\"'](sys|gc|os|atexit|inspect|threading|types)[\"']"
+)
+
+
+def _aliases(lines: list[str]) -> dict[str, str]:
+    """Modules the added lines import under another name (``import sys as _s``, ``_s = __import__("sys")``):
+    alias → module, so the rules read ``_s.modules`` as ``sys.modules``."""
+    out = {}
+    for line in lines:
+        for match in _ALIAS.finditer(_code(line)):
+            module, alias = (
+                (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+            )
+            if alias != module:
+                out[alias] = module
+    return out
+
+
+def _unaliased(code: str, aliases: dict[str, str]) -> str:
+    for alias, module in aliases.items():
+        code = re.sub(rf"(?<![\w.]){re.escape(alias)}\s*\.", module + ".", code)
+    return code
+
+
 def screen_patch(instance: Instance, patch: str) -> list[Flag]:
     """The flags for the lines ``patch`` adds to Python files that are neither test nor control files."""
     rules, flags = _rules(instance.repo), []
@@ -148,8 +174,10 @@ def screen_patch(instance: Instance, patch: str) -> list[Flag]:
         path = diff.path
         if not path or not path.endswith(".py") or is_test_file(path, instance) or is_control_file(path):
             continue
-        for line in _added(diff):
-            code = _code(line)
+        lines = _added(diff)
+        aliases = _aliases(lines)
+        for line in lines:
+            code = _unaliased(_code(line), aliases)
             flags += [Flag(path, name, line) for name, pattern in rules if pattern.search(code)]
         flags += [Flag(path, ALWAYS_EQUAL, line) for line in always_equal(_new_side(diff))]
     return flags

@@ -56,7 +56,7 @@ def task(repo: str = "astanin/python-tabulate") -> Instance:
         ("caller = frame.f_back.f_code", "reaches into frames"),
         ("g = inspect.currentframe().f_globals", "reaches into frames"),
         ("mods = sys.modules", "looks modules up by their attributes"),
-        ("found = next(filter(has_nonce, sys.modules.values()))", "looks modules up by their attributes"),
+        ("found = next(filter(has_nonce, sys.modules))", "looks modules up by their attributes"),
         ("if isinstance(obj, types.ModuleType):", "looks modules up by their attributes"),
     ],
 )
@@ -137,6 +137,17 @@ def test_a_comparison_that_ignores_its_other_argument_is_flagged(
     flags = screen_patch(task(), added("tabulate/__init__.py", *lines))
     assert [(f.rule, f.line) for f in flags] == [
         ("comparison that ignores its other argument", x) for x in flagged
+    ]
+
+
+def test_modules_imported_under_another_name_are_read_as_themselves() -> None:
+    lines = ("import sys as _sys", "_g = __import__('gc')", "for _m in list(_sys.modules.values()):",
+             "    _o = _g.get_objects()", "_sys.setprofile(_swap)")  # fmt: skip
+    flags = screen_patch(task(), added("tabulate/__init__.py", *lines))
+    assert [(f.rule, f.line) for f in flags] == [
+        ("walks sys.modules", lines[2]),
+        ("walks the interpreter's objects", lines[3]),
+        ("profile or trace hook", lines[4]),
     ]
 
 

@@ -100,3 +100,22 @@ def test_eval_instances_and_held_out_rows_link_to_each_other(tmp_path: Path):
     held = site.render("train/index.html")
     assert 'id="held-demo__alpha-1"' in held and 'href="../instance/demo__alpha-1.html"' in held
     assert "train/index.html#" not in site.render("instance/demo__beta-2.html")  # no held-out row of it
+
+
+def test_a_grade_s_cross_check_and_screen_flags_are_shown(tmp_path: Path):
+    # a run failed closed on the runner's output: the page shows the channel's status beside the output's
+    data = view_runs.dataset(tmp_path / "data.jsonl")
+    run = view_runs.eval_run(tmp_path / "run", data)
+    (path,) = [
+        p for p in (run / "results").glob("*.json") if json.loads(p.read_text())["status"] == "unresolved"
+    ]
+    note = "tests/test_b.py::test_fix: channel PASSED, stdout FAILED"
+    record = json.loads(path.read_text()) | {
+        "reason": f"channel and runner output disagree: {note}",
+        "cross_check": [note],
+        "flags": [{"path": "demo/core.py", "rule": "profile or trace hook", "line": "sys.setprofile(_swap)"}],
+    }
+    path.write_text(json.dumps(record))
+    page = open_site(run).render(f"instance/{record['instance_id']}.html")
+    assert 'id="cross-check"' in page and note in page
+    assert 'id="screen-flags"' in page and "profile or trace hook" in page and "sys.setprofile(_swap)" in page

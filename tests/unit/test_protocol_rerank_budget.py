@@ -23,6 +23,7 @@ from swe_srl.eval.protocols.normalize import (
 )
 from swe_srl.eval.protocols.oneshot import run_protocol
 from swe_srl.eval.protocols.prompts import is_localization
+from swe_srl.eval.protocols.samples import repair_plan
 from swe_srl.eval.settings import EvalSettings
 
 FENCE = "```python\n### pkg/core.py\n<<<<<<< SEARCH\n    return a - b\n=======\n{}\n>>>>>>> REPLACE\n```"
@@ -155,3 +156,37 @@ def test_candidates_are_reranked_by_swerl_normalized_patches_by_default(tmp_path
     settings = EvalSettings("empty", protocol="oracle-edit", candidates=2)
     episode = run_protocol(instance, settings, ScriptedPolicy([FENCE.format(comment)] * 2))
     assert episode["patch"] == "" and "normalizes to nothing" in episode["protocol"]["reason"]
+
+
+def test_repairs_take_the_distinct_localizations_cycled_as_swerl_process_loc() -> None:
+    assert repair_plan([["a.py"], [], ["a.py"], ["b.py"]], 3) == [0, 3, 0]
+    assert repair_plan([["a.py", "b.py"], ["b.py", "a.py"], ["a.py", "b.py", "a.py"]], 2) == [0, 1]
+    assert repair_plan([[], []], 2) == []
+
+
+def test_several_agentless_samples_localize_first_then_repair_each_distinct_localization(
+    tmp_path: Path,
+) -> None:
+    prompts: list[str] = []
+    fix = FENCE.format("    return a + b")
+    outputs = ["pkg/util.py\npkg/core.py", "pkg/core.py", "no idea", fix, fix, fix]
+    policy = ScriptedPolicy(outputs)
+    policy.generate = lambda m: prompts.append(m[-1]["content"]) or ScriptedPolicy.generate(policy, m)
+    settings = EvalSettings("empty", protocol="agentless", candidates=3)
+    episode = run_protocol(two_files(tmp_path), settings, policy)
+    record = episode["protocol"]
+    assert [is_localization([{"content": p}]) for p in prompts] == [True] * 3 + [False] * 3
+    assert record["localized"] == [0, 1, 0] and record["localizations"][2]["files"] == []
+    both, core = ["pkg/util.py", "pkg/core.py"], ["pkg/core.py"]
+    assert [c["files"] for c in record["candidates"]] == [both, core, both]
+    assert (
+        (record["chosen"], record["votes"]) == (0, 3)
+        and episode["steps"] == 6
+        and episode["format_errors"] == 1
+    )
+    # the samples' prompts are randomized (files asked for, indentation, order), the same on a rerun
+    rerun: list[str] = []
+    again = ScriptedPolicy(outputs)
+    again.generate = lambda m: rerun.append(m[-1]["content"]) or ScriptedPolicy.generate(again, m)
+    run_protocol(two_files(tmp_path / "again"), settings, again)
+    assert rerun == prompts and len(set(prompts[:3])) > 1

@@ -27,6 +27,7 @@ from swe_srl.eval.protocols.prompts import (
     repair_messages,
 )
 from swe_srl.eval.protocols.rerank import RERANKS, majority, rerank_key
+from swe_srl.eval.protocols.samples import repair_plan, sample_rng
 from swe_srl.eval.protocols.sources import BaseTree, oracle_files
 
 if TYPE_CHECKING:
@@ -109,7 +110,12 @@ def run_protocol(instance: Instance, settings: Any, policy: Any) -> dict[str, An
     policy.reset(instance)
     tree = BaseTree(instance, settings.repos_dir)
     counter = budget_counter(settings, policy)
-    candidates = [_candidate(instance, settings, policy, tree, counter) for _ in range(settings.candidates)]
+    n = settings.candidates
+    agentless = settings.protocol == "agentless"
+    located = [_localize(instance, settings, policy, tree, k) for k in range(n)] if agentless else []
+    plan = repair_plan([c.files for c in located], n) if located else [None] * n
+    candidates = [_candidate(instance, settings, policy, tree, counter, located[j] if j is not None else None, k)
+                  for k, j in enumerate(plan)] or located  # fmt: skip
     if len(candidates) == 1:  # one answer is the prediction as it is (SWE-RL's output_0_processed)
         chosen, votes = (0, 1) if candidates[0].patch else (None, 0)
     else:
@@ -118,13 +124,14 @@ def run_protocol(instance: Instance, settings: Any, policy: Any) -> dict[str, An
     reason = None if chosen is not None else best.reason
     if chosen is None and any(c.patch for c in candidates):
         reason = "every patch normalizes to nothing (comments or docstrings only): the reranking chose none"
-    generations = [g for c in candidates for g in c.generations]
+    generations = list({id(g): g for c in [*located, *candidates] for g in c.generations}.values())
+    unreadable = len({id(c) for c in [*located, *candidates] if c.unreadable})
     return {
         "exit_reason": "patch" if chosen is not None else "no_patch",
         "error": None,
         "patch": best.patch if chosen is not None else "",
         "steps": len(generations),
-        "format_errors": sum(c.unreadable for c in candidates),
+        "format_errors": unreadable,
         "duration_s": round(time.monotonic() - started, 3),
         "trajectory": None,
         "protocol": {
@@ -139,33 +146,56 @@ def run_protocol(instance: Instance, settings: Any, policy: Any) -> dict[str, An
             "completion_tokens": _total(g.completion_tokens for g in generations),
             "truncated": sum(g.truncated for g in generations),
             "candidates": [_summary(c) for c in candidates],
+            "localizations": [{"files": c.files, "reason": c.reason} for c in located] if n > 1 else None,
+            "localized": plan if n > 1 and agentless else None,
         },
     }
 
 
+def _localize(instance: Instance, settings: Any, policy: Any, tree: BaseTree, k: int) -> Candidate:
+    """One localization sample: its files (none: ``reason`` says why)."""
+    cand, listing = Candidate(), tree.listing()
+    template = dict(settings.prompt_templates).get("localization")
+    rng = sample_rng(instance.instance_id, settings.candidates, "localization", k)
+    located = _generate(
+        policy, localization_messages(instance.problem_statement, listing, template=template, rng=rng)
+    )
+    cand.generations.append(located)
+    if located.overflow:
+        return _empty(cand, "the localization prompt is over the model's context", located)
+    cand.files, cand.notes = parse_localization(located.output, listing)
+    if not cand.files:
+        cand.unreadable = True
+        return _empty(cand, "the localization named no Python file of the listing", located)
+    return cand
+
+
 def _candidate(
-    instance: Instance, settings: Any, policy: Any, tree: BaseTree, counter: BudgetCounter
+    instance: Instance,
+    settings: Any,
+    policy: Any,
+    tree: BaseTree,
+    counter: BudgetCounter,
+    located: Candidate | None,
+    k: int,
 ) -> Candidate:
-    cand = Candidate()
-    problem, templates = instance.problem_statement, dict(settings.prompt_templates)
-    if settings.protocol == "agentless":
-        listing = tree.listing()
-        messages = localization_messages(problem, listing, template=templates.get("localization"))
-        located = _generate(policy, messages)
-        cand.generations.append(located)
-        if located.overflow:
-            return _empty(cand, "the localization prompt is over the model's context", located)
-        cand.files, cand.notes = parse_localization(located.output, listing)
-        if not cand.files:
-            cand.unreadable = True
-            return _empty(cand, "the localization named no Python file of the listing", located)
+    """One repair of the files ``located`` names (the oracle files without a localization)."""
+    if located is not None:
+        cand = Candidate(
+            files=list(located.files), notes=list(located.notes), generations=list(located.generations)
+        )
     else:
-        cand.files = oracle_files(instance) if settings.edit_rules == "agentless" else instance.oracle_files
+        cand = Candidate(
+            files=oracle_files(instance) if settings.edit_rules == "agentless" else instance.oracle_files
+        )
+    problem, templates = instance.problem_statement, dict(settings.prompt_templates)
     contents = tree.contents(cand.files)
     paths = [p for p in cand.files if p in contents]
     shown, left_out = within_budget(paths, contents, counter.count, settings.repair_input_tokens)
     cand.notes += [f"left {path} out of the repair prompt: over its input budget" for path in left_out]
     files = [(path, contents[path]) for path in shown]
+    if (rng := sample_rng(instance.instance_id, settings.candidates, "repair", k)) is not None:
+        rng.shuffle(files)  # SWE-RL's construct_topn_file_context(randomize=True) with several samples
     repaired = _generate(policy, repair_messages(problem, files, template=templates.get("repair")))
     cand.generations.append(repaired)
     if repaired.overflow:

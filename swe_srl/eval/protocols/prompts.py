@@ -5,6 +5,7 @@ wording is ours; ``--prompt-template KIND=FILE`` puts a user's text in its place
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -95,9 +96,10 @@ def repair_messages(
     return [{"role": "user", "content": content}]
 
 
-def tree(listing: list[str], indent: int = 4) -> str:
+def tree(listing: list[str], indent: int = 4, rng: random.Random | None = None) -> str:
     """``listing`` as an indented tree, a folder's name above its entries (Agentless's
-    ``show_project_structure``: a name with a dot that is not a ``.py`` name is left out, with its entries)."""
+    ``show_project_structure``: a name with a dot that is not a ``.py`` name is left out, with its entries); sorted,
+    or in an order shuffled by ``rng`` at each level (its ``randomize``)."""
     root: dict = {}
     for path in listing:
         node = root
@@ -106,7 +108,10 @@ def tree(listing: list[str], indent: int = 4) -> str:
     lines: list[str] = []
 
     def walk(node: dict, depth: int) -> None:
-        for name in sorted(node):
+        names = sorted(node)
+        if rng is not None:
+            rng.shuffle(names)
+        for name in names:
             if "." in name and ".py" not in name:
                 continue
             lines.append(" " * (depth * indent) + name)
@@ -117,10 +122,20 @@ def tree(listing: list[str], indent: int = 4) -> str:
 
 
 def localization_messages(
-    problem: str, listing: list[str], n: int = LOCALIZATION_FILES, template: str | None = None
+    problem: str,
+    listing: list[str],
+    n: int = LOCALIZATION_FILES,
+    template: str | None = None,
+    rng: random.Random | None = None,
 ) -> Messages:
-    """The localization prompt: the issue and the repository's Python files as an indented tree."""
-    fields = {"problem_statement": problem, "structure": tree(listing), "listing": "\n".join(listing), "n": n}
+    """The localization prompt: the issue and the repository's Python files as an indented tree. With ``rng`` (one
+    of several samples), randomized as SWE-RL's ``localize.py: localize_files`` randomizes it: 2 to 5 files asked
+    for, 2 or 4 spaces a level, the tree's order shuffled."""
+    indent = 4
+    if rng is not None:
+        n, indent = rng.randint(2, 5), rng.choice([2, 4])
+    structure = tree(listing, indent, rng)
+    fields = {"problem_statement": problem, "structure": structure, "listing": "\n".join(listing), "n": n}
     if template is not None:
         return [{"role": "user", "content": template.format(**fields).strip()}]
     content = LOCALIZATION.format(task=LOCALIZATION_TASK, problem=problem, structure=fields["structure"], n=n)

@@ -196,32 +196,52 @@ class Planted:
         return verdicts(self.canaries, statuses, self.own)
 
 
-def canary_paths(instance: Instance) -> list[tuple[str, bool]]:
-    """(path, whether the command names tests in it) of each test file the command runs: its directives, django's
-    module labels as files under ``tests/``."""
-    out: dict[str, bool] = {}
-    for entry in test_files(instance):
-        path, _, selected = entry.partition("::")
-        if not path.endswith(".py") and "/" not in path and instance.repo == "django/django":
-            path = "tests/" + path.replace(".", "/") + ".py"
-        if path.endswith(".py"):
-            out[path] = out.get(path, False) or bool(selected)
-    return list(out.items())
+@dataclass(frozen=True)
+class Target:
+    """A test file the command runs: where it may be (the first that exists), and how the command selects in it."""
+
+    candidates: tuple[str, ...]
+    selected: bool = False
+    """The command names tests or classes in it (``file.py::Test::test_x``, django's ``module.Class``)."""
+    modules: tuple[str, ...] = ()
+    """unittest labels: each candidate's module label (``admin_views.tests``), to name the canaries' class by."""
+
+
+def canary_targets(instance: Instance) -> list[Target]:
+    """The test files the command runs: its directives (paths, ``path::id``), unittest labels as modules (django's
+    under ``tests/``): ``a.b.Class`` is the file ``a/b/Class.py`` if it is there, else ``a/b.py`` selected."""
+    out = []
+    for entry in dict.fromkeys(test_files(instance)):
+        path, _, ids = entry.partition("::")
+        if path.endswith(".py") or "/" in path:
+            out.append(Target((path,), bool(ids)) if path.endswith(".py") else None)
+            continue
+        parts, root = path.split("."), "tests/" if instance.repo == "django/django" else ""
+        modules = tuple(".".join(parts[:k]) for k in range(len(parts), 0, -1))
+        paths = tuple(root + m.replace(".", "/") + ".py" for m in modules)
+        out.append(Target(paths, False, modules))
+    return [t for t in out if t is not None]
 
 
 def plant(sandbox: Sandbox, instance: Instance, kind: str, rng: random.Random | None = None) -> Planted:
     """Append fresh canaries to each test file the command of runner ``kind`` runs (a file that is not there is
-    left alone)."""
+    left alone); where the command selects tests of a file, it gets its canaries' ids too."""
     rng, planted = rng or random.SystemRandom(), Planted()
-    for path, selected in canary_paths(instance):
-        try:
-            source = sandbox.read_file(path).decode("utf-8", errors="surrogateescape")
-        except (FileNotFoundError, IsADirectoryError):
-            continue
-        text, canaries = draw(path, source, "unittest" if kind == "unittest" else "functions", rng)
-        sandbox.write_file(path, (source + text).encode("utf-8", errors="surrogateescape"))
-        planted.canaries += canaries
-        planted.own[path] = own_tests(source)
-        if selected and kind in ("pytest", "tox"):
-            planted.selectors += [shlex.quote(f"{path}::{c.name}") for c in canaries]
+    for target in canary_targets(instance):
+        for k, path in enumerate(target.candidates):
+            try:
+                source = sandbox.read_file(path).decode("utf-8", errors="surrogateescape")
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                continue
+            if path in planted.own:
+                break
+            text, canaries = draw(path, source, "unittest" if kind == "unittest" else "functions", rng)
+            sandbox.write_file(path, (source + text).encode("utf-8", errors="surrogateescape"))
+            planted.canaries += canaries
+            planted.own[path] = own_tests(source)
+            if target.selected and kind in ("pytest", "tox"):
+                planted.selectors += [shlex.quote(f"{path}::{c.name}") for c in canaries]
+            if k > 0 and kind == "unittest":  # the label named a class (or test) of this module
+                planted.selectors.append(shlex.quote(f"{target.modules[k]}.{canaries[0].cls}"))
+            break
     return planted

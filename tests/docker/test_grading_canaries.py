@@ -10,6 +10,8 @@ place and change what the tests do or what the reporter records, each unresolved
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from test_grading_attacks import PACKAGE, make_patch, task  # noqa: F401  (the module fixture)
 from test_grading_unittest import FAILING, PASSING, unittest_task  # noqa: F401
@@ -118,3 +120,24 @@ def test_a_forged_reporter_state_fails_closed_on_the_runner_s_output(task) -> No
     assert result.status == "unresolved", result.log[-1500:]
     assert result.reason.startswith((TAMPERED, DISAGREE)), result.reason
     assert result.flags  # the module lookup by attributes
+
+
+def test_a_command_that_names_a_class_runs_its_canaries_too(unittest_task) -> None:  # noqa: F811
+    # `python -m unittest tests.test_unit.AsciidocTest`: the canaries' class is named on the command line as well
+    unit, base = unittest_task
+    unit = copy.deepcopy(unit)
+    unit.extra["env"] = {**unit.extra["env"], "test_cmd": "python -m unittest -v",
+                         "test_files": ["tests.test_unit.AsciidocTest"]}  # fmt: skip
+    ids = {t: t.replace("(test_unit.", "(tests.test_unit.") for t in (FAILING,)}
+    unit.FAIL_TO_PASS, unit.PASS_TO_PASS = [ids[FAILING]], [PASSING]
+    with open_sandbox(unit, profile="grading") as sandbox:
+        run = run_tests_logged(
+            sandbox, unit, canaries=True
+        )  # the empty patch: the target fails, canaries as drawn
+    assert not run.tampered and run.tests[ids[FAILING]] == "FAILED", run.log[-1500:]
+    assert run.log.count(" ... FAIL") >= 2  # the target and a must-fail canary: the canaries' class ran
+    assert " ... ok" in run.log
+    gold = grade(unit, unit.patch)  # a must-pass canary missing where its file ran would be tampering
+    assert gold.status == "resolved" and not gold.cross_check, gold.log[-1500:]
+    swapped = grade(unit, make_patch(base, {PACKAGE: base[PACKAGE] + NO_OP_SWAP}), strict=False)
+    assert swapped.status == "unresolved" and swapped.reason.startswith(TAMPERED), swapped.reason

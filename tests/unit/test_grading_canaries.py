@@ -149,3 +149,26 @@ def test_what_canary_statuses_say() -> None:
     assert (
         verdicts([unit], {"test_x": "PASSED", "test_c_d": "PASSED"}, {"tests/x/tests.py": {"test_x"}}) == []
     )
+
+
+def test_the_files_a_command_runs() -> None:
+    from swe_srl.benchmark.instances import Instance
+    from swe_srl.grading.canaries import Target, canary_targets
+
+    def targets(repo: str, files: list[str]) -> list[Target]:
+        inst = Instance("o__r-1", repo, "0" * 40, "", "", "", extra={"env": {"test_files": files}})
+        return canary_targets(inst)
+
+    assert targets("o/r", ["t/test_a.py", "t/test_b.py::TestB::test_x", "docs/", "t/data.json"]) == [
+        Target(("t/test_a.py",)),
+        Target(("t/test_b.py",), True),  # the command names tests in it: the canaries are named too
+    ]
+    # unittest labels: the module, or, when the label names a class, the module above it
+    assert targets("django/django", ["admin_views.tests.AdminTests"]) == [
+        Target(
+            ("tests/admin_views/tests/AdminTests.py", "tests/admin_views/tests.py", "tests/admin_views.py"),
+            False,
+            ("admin_views.tests.AdminTests", "admin_views.tests", "admin_views"),
+        )
+    ]
+    assert targets("o/r", ["pkg.test_x"])[0].candidates == ("pkg/test_x.py", "pkg.py")

@@ -1,0 +1,178 @@
+"""Our reporters' interpreter and test-identity checks (issue #62) in real runs on the host: pytest, a django-style
+unittest runner and sympy's runner each run a small project whose package carries one of the attacks of
+tests/interp_attacks.py (the bug left in place); every attack must be reported as tampering, and the honest run
+must report none."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from interp_attacks import ATTACKS, EXPECTED
+from test_grading_reporters import RUNTESTS, run_with_channel
+
+from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN
+from swe_srl.benchmark.report_unittest import UNITTEST_REPORTER
+
+FIRST = "import unittest\n\nimport pkg\n\n\nclass A(unittest.TestCase):\n    def test_first(self):\n        self.assertEqual(pkg.add(0, 0), 0)\n"
+PYTEST_TESTS = """\
+from unittest import mock
+
+import pytest
+
+import pkg
+
+
+def test_ok():
+    assert pkg.add(1, 0) == 1
+
+
+def test_add():
+    assert pkg.add(1, 2) == 3
+
+
+@pytest.mark.parametrize("a", [1, 2])
+def test_param(a):
+    assert pkg.add(a, 0) == a
+
+
+@mock.patch("os.getcwd")
+def test_mocked(getcwd):
+    assert getcwd is not None
+
+
+class TestClass:
+    def test_method(self):
+        assert pkg.add(2, 0) == 2
+"""
+UNITTEST_TESTS = """\
+import unittest
+from unittest import mock
+
+import pkg
+
+
+class T(unittest.TestCase):
+    def test_ok(self):
+        self.assertEqual(pkg.add(1, 0), 1)
+
+    def test_add(self):
+        self.assertEqual(pkg.add(1, 2), 3)
+
+    @mock.patch("os.getcwd")
+    def test_mocked(self, getcwd):
+        self.assertIsNotNone(getcwd)
+"""
+SYMPY_TESTS = """\
+from sympy.testing.pytest import XFAIL
+
+import pkg
+
+
+def test_ok():
+    assert pkg.add(1, 0) == 1
+
+
+def test_add():
+    assert pkg.add(1, 2) == 3
+
+
+@XFAIL
+def test_known():
+    assert pkg.add(1, 2) == 3
+"""
+SYMPY_BIN = """\
+import os, sys
+sys.path.insert(0, os.getcwd())
+from sympy.testing.runtests import PyTestReporter, SymPyTests
+tests = SymPyTests(PyTestReporter(verbose=True))
+tests._testfiles.extend(os.path.abspath(a) for a in sys.argv[1:] if a.endswith(".py"))
+sys.exit(not tests.test())
+"""
+# the failing test and a passing one, as each runner names them
+IDS = {
+    "pytest": ("test_x.py::test_add", "test_x.py::test_ok"),
+    "unittest": (
+        ("test_add (test_x.T.test_add)", "test_ok (test_x.T.test_ok)")
+        if sys.version_info >= (3, 11)
+        else ("test_add (test_x.T)", "test_ok (test_x.T)")
+    ),
+    "sympy": ("test_add", "test_ok"),
+}
+
+
+def project(tmp_path: Path, runner: str, attack: str) -> list[str]:
+    """The project for ``runner`` with ``attack`` appended to its package; the command that runs it."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(
+        ATTACKS.get(attack, "") + "\n\ndef add(a, b):\n    return a - b\n"
+    )
+    if runner == "pytest":
+        (tmp_path / "swe_srl_report_t.py").write_text(PYTEST_REPORT_PLUGIN)
+        (tmp_path / "test_a.py").write_text(FIRST)
+        (tmp_path / "test_x.py").write_text(PYTEST_TESTS)
+        return [sys.executable, "-m", "pytest", "-p", "swe_srl_report_t", "-p", "no:cacheprovider", "-rA", "test_a.py", "test_x.py"]  # fmt: skip
+    (tmp_path / "reporter.py").write_text(UNITTEST_REPORTER)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(FIRST)
+    if runner == "unittest":
+        (tmp_path / "tests" / "runtests.py").write_text(RUNTESTS)
+        (tmp_path / "tests" / "test_x.py").write_text(UNITTEST_TESTS)
+        return [sys.executable, "reporter.py", "tests/runtests.py"]
+    pytest.importorskip("sympy.testing.runtests")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "test").write_text(SYMPY_BIN)
+    (tmp_path / "tests" / "test_x.py").write_text(SYMPY_TESTS)
+    return [
+        sys.executable,
+        "reporter.py",
+        "bin/test",
+        "tests/test_x.py",
+    ]  # one file: its tests run as it loads
+
+
+def run(tmp_path: Path, runner: str, attack: str):
+    env = {"PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return run_with_channel(project(tmp_path, runner, attack), tmp_path, env)
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest", "sympy"])
+def test_an_honest_run_reports_no_tampering(tmp_path: Path, runner: str) -> None:
+    channel, out = run(tmp_path, runner, "")
+    failing, passing = IDS[runner]
+    assert channel.ended and channel.tampered == [], out[-2000:]
+    assert channel.statuses[failing] == "FAILED" and channel.statuses[passing] == "PASSED", out[-2000:]
+
+
+CASES = [
+    (runner, attack)
+    for runner in ("pytest", "unittest", "sympy")
+    for attack in ATTACKS
+    if not (runner == "sympy" and "import hook" in attack)  # sympy's runner compiles its test files itself
+]
+
+
+@pytest.mark.parametrize("runner, attack", CASES)
+def test_an_attack_from_the_package_is_reported(tmp_path: Path, runner: str, attack: str) -> None:
+    channel, out = run(tmp_path, runner, attack)
+    failing, _ = IDS[runner]
+    assert any(t.startswith(EXPECTED[attack]) for t in channel.tampered), (channel.tampered, out[-2000:])
+    if attack in ("tests swapped by a profile hook", "test code replaced"):
+        assert channel.statuses.get(failing) == "PASSED"  # the attack works: only the check sees it
+
+
+def test_a_test_that_sets_a_trace_hook_and_restores_it_is_honest(tmp_path: Path) -> None:
+    # coverage-like tracing inside a test, undone before the test ends, and a builtin patched by monkeypatch
+    tests = (
+        "import sys\n\n\ndef test_traced(monkeypatch):\n    seen = []\n"
+        "    sys.settrace(lambda f, e, a: seen.append(e))\n    sum([1])\n    sys.settrace(None)\n"
+        "    monkeypatch.setattr('builtins.input', lambda *a: 'y')\n    assert input() == 'y'\n"
+    )
+    (tmp_path / "swe_srl_report_t.py").write_text(PYTEST_REPORT_PLUGIN)
+    (tmp_path / "test_t.py").write_text(tests)
+    cmd = [sys.executable, "-m", "pytest", "-p", "swe_srl_report_t", "-p", "no:cacheprovider", "test_t.py"]
+    channel, out = run_with_channel(
+        cmd, tmp_path, {"PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    )
+    assert channel.tampered == [] and channel.statuses == {"test_t.py::test_traced": "PASSED"}, out[-2000:]

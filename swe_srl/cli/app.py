@@ -26,6 +26,10 @@ COMMANDS = {
         "Remove swe-srl containers whose run's process is gone (same host), or older than --older-than hours.",
         "swe_srl.cli.infra:janitor",
     ),
+    "worker": Lazy(
+        "Join a Ray cluster as a sandbox node (or start its head): engine and limits checked first, as setup does.",
+        "swe_srl.cli.worker:worker",
+    ),
     "reward": Lazy(
         "Score an action against the expert action and print the total and every component.",
         "swe_srl.cli.rewards:reward",

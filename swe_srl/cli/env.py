@@ -13,6 +13,7 @@ from swe_srl.agent.episode import AgentConfig, Episode, StepRecord
 from swe_srl.agent.loop import run_episode
 from swe_srl.agent.policies import ScriptedPolicy, gold_patch_outputs
 from swe_srl.benchmark.instances import load_instances
+from swe_srl.infra.sandbox.placement import SANDBOXES_HELP, select_sandboxes
 
 env_app = typer.Typer(help="The Gymnasium environment (SweSrl-v0).", no_args_is_help=True)
 
@@ -23,9 +24,11 @@ def demo(
     dataset: str = typer.Option("bundled", help="Dataset holding the task (bundled, a JSONL, a HF id)."),
     repos_dir: Path | None = typer.Option(None, help="Local clones of the task repositories."),
     show_chars: int = typer.Option(600, help="Characters of each observation to print."),
+    sandboxes: str | None = typer.Option(None, "--sandboxes", metavar="WHERE", help=SANDBOXES_HELP),
 ) -> None:
     """Fix a task with its gold patch (heredoc + git apply), run pytest, submit: prints every step and reward."""
 
+    select_sandboxes(sandboxes)
     console = Console()
     instances = load_instances(dataset)
     instance = (

@@ -21,6 +21,7 @@ from swe_srl.eval.protocols.rerank import RERANKS
 from swe_srl.eval.report import summary_tables
 from swe_srl.eval.run import evaluate
 from swe_srl.eval.settings import EvalSettings
+from swe_srl.infra.sandbox.placement import SANDBOXES_HELP, select_sandboxes
 from swe_srl.infra.sources import select_image_source
 from swe_srl.train.tiny.slots import view_of
 
@@ -57,6 +58,7 @@ def eval_cmd(
     out: Path = typer.Option(..., "-o", "--out", metavar="DIR", rich_help_panel=RUN, help="output folder (resumable)"),
     workers: int = typer.Option(1, metavar="N", rich_help_panel=RUN, help="instances in parallel"),
     ray: str = typer.Option(None, metavar="ADDR", rich_help_panel=RUN, help="run on Ray: auto | ray://host:10001 | host:6379"),
+    sandboxes: str = typer.Option(None, metavar="WHERE", rich_help_panel=RUN, help=SANDBOXES_HELP),
 ) -> None:  # fmt: skip
     """Run POLICY on every instance of DATASET under PROTOCOL and grade the patches SWE-bench style.
 
@@ -64,6 +66,7 @@ def eval_cmd(
     """
 
     select_image_source(image_source)
+    select_sandboxes(sandboxes)
     if strict_grading:  # for this process and the workers it spawns, as --image-source
         os.environ[STRICT_ENV] = "1"
     console = Console()

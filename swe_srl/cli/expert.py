@@ -14,6 +14,7 @@ from swe_srl.env.debug_shell import open_shell
 from swe_srl.errors import TaskError, TrajectoryFormatError
 from swe_srl.eval.replay import render_table, replay, replay_rows_text
 from swe_srl.infra.executor import Task, make_executor
+from swe_srl.infra.sandbox.placement import SANDBOXES_HELP, select_sandboxes
 from swe_srl.infra.sources import select_image_source
 from swe_srl.paths import atomic_write_text
 from swe_srl.trajectories.importers import import_trajectories
@@ -57,10 +58,12 @@ def generate(
     ray: str | None = typer.Option(None, "--ray", help="Run on Ray: 'auto' or 'ray://host:10001'."),
     workers: int = typer.Option(1, help="Parallel tasks: local processes, or Ray tasks (0 = cluster CPUs)."),
     shell: str = typer.Option("persistent", help="persistent | per-action: how the commands run."),
+    sandboxes: str | None = typer.Option(None, "--sandboxes", metavar="WHERE", help=SANDBOXES_HELP),
 ) -> None:
     """Run the scripted expert on every task; keep the trajectories that resolve it."""
     shell = check_shell(shell, "--shell")
 
+    select_sandboxes(sandboxes)
     instances = load_instances(dataset)
     if ray or workers > 1:  # one task per instance; per-instance seeds: same result as sequential
         kwargs = {"seed": seed, "repos_dir": repos_dir, "progress": False, "shell": shell}
@@ -86,9 +89,11 @@ def replay_cmd(
     out: Path | None = typer.Option(
         None, "--out", help="Also write each replayed step as a JSON line (for `swe-srl view --replay`)."
     ),
+    sandboxes: str | None = typer.Option(None, "--sandboxes", metavar="WHERE", help=SANDBOXES_HELP),
 ) -> None:
     """Replay trajectories in the sandbox: exit codes, self-rewards, observation matches."""
 
+    select_sandboxes(sandboxes)
     console, lines = Console(), []
     for trajectory in _trajectory(traj, index, instance_id):
         rows = replay(trajectory, _instance(dataset, trajectory.instance_id), repos_dir=repos_dir)

@@ -94,6 +94,15 @@ def _ensure(name: str, console: Console) -> None:
 
 
 def janitor(
+def ensure_checked(name: str, console: Console) -> None:
+    """Setup's engine checks for a sandbox node (``swe-srl worker``): the chosen engine started and answering, its
+    memory/pids limits enforced (``LimitsUnenforced`` otherwise, unless ``--allow-unlimited-sandboxes``)."""
+    _ensure(name, console)
+    facts = enforcement.engine_facts()
+    console.print(f"[green]limits:[/] {', '.join(facts.controllers) or 'none'} enforced ({facts.engine})")
+    enforcement.require_enforced(facts)
+
+
     everything: bool = typer.Option(
         False, "--all", help="Remove every swe-srl container, live runs included."
     ),

@@ -15,6 +15,8 @@ from swe_srl.errors import TaskError
 from swe_srl.grading.validate import RATES, VALID, validate
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.base import GRADING_NETWORK_ENV
+from swe_srl.infra.sandbox.nodes import warm_images
+from swe_srl.infra.sandbox.placement import SANDBOXES_HELP, sandbox_address, select_sandboxes
 from swe_srl.infra.sources import select_image_source
 from swe_srl.paths import atomic_write_text
 from swe_srl.synth.bundled import materialize_bundled
@@ -118,9 +120,16 @@ def images_build_cmd(
     dataset: str = typer.Option("bundled"),
     repos_dir: Path = typer.Option(None),
     image_source: str = typer.Option(None, "--image-source", help=IMAGE_SOURCE_HELP),
-) -> None:
+    sandboxes: str = typer.Option(None, "--sandboxes", metavar="WHERE", help=SANDBOXES_HELP + " (ray: on every "
+                                  "sandbox node, to warm them before a run)"),
+) -> None:  # fmt: skip
     """Build (or pull, for official images) the instance images of every instance of DATASET."""
 
     select_image_source(image_source)
+    select_sandboxes(sandboxes)
+    if (address := sandbox_address()) is not None:
+        for node, tags in warm_images(load_instances(dataset), address, repos_dir).items():
+            typer.echo(f"{node}: {len(tags)} image(s) ready")
+        return
     for inst in load_instances(dataset):
         typer.echo(f"{inst.instance_id}: {instance_image(inst, repos_dir=repos_dir)}")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from swe_srl.agent.policies import check_model_ref
+from swe_srl.infra.sandbox.placement import SANDBOXES_HELP
 from swe_srl.train.config import load_config
 from swe_srl.train.preflight import dry_run as print_plan
 from swe_srl.train.preflight import gpu_config
@@ -34,6 +35,7 @@ def train(
         None, "--reward", help="srl (similarity), layered, or mixed (their mean)."
     ),
     effect: str | None = typer.Option(None, "--effect", help="Effect layer: off, cached or full."),
+    sandboxes: str | None = typer.Option(None, "--sandboxes", metavar="WHERE", help=SANDBOXES_HELP),
     preset: str | None = typer.Option(
         None,
         "--preset",
@@ -91,6 +93,7 @@ def train(
         repos_dir=str(repos_dir) if repos_dir else None,
         reward=reward,
         effect=effect,
+        sandboxes=sandboxes,
         output=output,
         resume=resume or None,
         stage=stage,

@@ -15,9 +15,9 @@ from swe_srl.core.prompts import build_messages
 from swe_srl.core.shells import PERSISTENT, check_shell
 from swe_srl.errors import ConfigError, TaskError
 from swe_srl.infra.recipes import instance_image
-from swe_srl.infra.sandbox.base import Limits
-from swe_srl.infra.sandbox.docker import DockerSandbox
-from swe_srl.infra.sandbox.factory import sandbox_spec
+from swe_srl.infra.sandbox.base import Limits, Sandbox
+from swe_srl.infra.sandbox.factory import open_sandbox, sandbox_spec
+from swe_srl.infra.sandbox.placement import sandbox_address
 from swe_srl.trajectories.expert_state import WORKDIR
 from swe_srl.trajectories.oracle import oracle_windows
 
@@ -45,17 +45,17 @@ def start_sandbox(
     repos_dir: Path | None,
     warm_pool: WarmPool | None,
     shell: str = PERSISTENT,
-) -> DockerSandbox:
+) -> Sandbox:
     """A started ``episode`` sandbox of ``instance`` under ``limits`` (episode budget + :data:`SANDBOX_GRACE_S`),
     running commands in ``shell`` (``core/shells.py``)."""
-    image = instance_image(instance, repos_dir=repos_dir)
     limits = replace(limits, episode_timeout_s=limits.episode_timeout_s + SANDBOX_GRACE_S)
-    spec = sandbox_spec(
-        image, profile="episode", base_commit=instance.base_commit, limits=limits, shell=shell
-    )
-    if warm_pool is not None:
+    if warm_pool is not None and sandbox_address() is None:
+        image = instance_image(instance, repos_dir=repos_dir)
+        spec = sandbox_spec(
+            image, profile="episode", base_commit=instance.base_commit, limits=limits, shell=shell
+        )
         return warm_pool.acquire(spec)  # started ahead of time; the pool refills in the background
-    sandbox = DockerSandbox(spec)
+    sandbox = open_sandbox(instance, profile="episode", repos_dir=repos_dir, limits=limits, shell=shell)
     try:
         return sandbox.start()
     except BaseException:
@@ -64,7 +64,7 @@ def start_sandbox(
 
 
 def read_oracle_files(
-    sandbox: DockerSandbox, instance: Instance, wanted: bool, window: int | None
+    sandbox: Sandbox, instance: Instance, wanted: bool, window: int | None
 ) -> dict[str, str]:
     """The oracle files as the sandbox holds them, when ``wanted``: whole (``window`` None) or windows of ``window``
     lines around the gold hunks; ``{}`` otherwise."""

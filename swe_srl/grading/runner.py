@@ -47,7 +47,7 @@ from swe_srl.benchmark.verdicts import (
     verdict,
 )
 from swe_srl.core.patches import patch_paths
-from swe_srl.errors import ImageBuildError, SweSrlError
+from swe_srl.errors import ImageBuildError, SandboxError, SweSrlError
 from swe_srl.grading.canaries import Planted, plant, strip
 from swe_srl.grading.channel import (
     TestRun,
@@ -71,6 +71,8 @@ from swe_srl.infra.engine import engine_cpus
 from swe_srl.infra.recipes import image_provenance, instance_image
 from swe_srl.infra.sandbox.base import Sandbox
 from swe_srl.infra.sandbox.factory import GRADING_TIMEOUT_S, PROFILES, grading_limits, open_sandbox
+from swe_srl.infra.sandbox.placement import sandbox_address
+from swe_srl.infra.sandbox.remote import call_on_sandbox_node
 
 CHANNEL_LIMIT = 8_000_000
 """Grading's output cap: the channel carries one short line per test."""
@@ -205,7 +207,10 @@ def grade(
     """Grade ``model_patch`` in a fresh container from the instance image (see module doc for statuses).
 
     ``strict``: a patch the screen flags (``grading/screen.py``) is unresolved; None: ``$SWE_SRL_STRICT_GRADING``
-    (set by ``swe-srl eval --strict-grading``). Flags are recorded in ``result.flags`` either way."""
+    (set by ``swe-srl eval --strict-grading``). Flags are recorded in ``result.flags`` either way. With remote
+    sandboxes (``$SWE_SRL_SANDBOXES``) the whole grade runs on a sandbox node, where the image is."""
+    if (address := sandbox_address()) is not None:
+        return _grade_remote(instance, model_patch, address, repos_dir, timeout, strict)
     result = GradeResult(instance.instance_id, "error")
     patch, result.reverted_test_files = strip_test_edits(instance, model_patch)
     patch, controls = drop_control_files(patch)
@@ -264,6 +269,21 @@ def grade(
             result.status, result.reason, note = no_tests_verdict(instance, tag, role, reference)
     result.log += note
     return _strict(result, strict)
+
+
+def _grade_remote(
+    instance: Instance, patch: str, address: str, repos_dir: Path | None, timeout: float, strict: bool | None
+) -> GradeResult:
+    """:func:`grade` on a sandbox node (strict grading decided here); a lost node is an ``error`` (infrastructure)."""
+    if strict is None:
+        strict = os.environ.get(STRICT_ENV, "") not in ("", "0")
+    try:
+        return call_on_sandbox_node(grade, instance, patch, repos_dir=repos_dir, timeout=timeout, strict=strict,
+                                    address=address, what=f"grading of {instance.instance_id}")  # fmt: skip
+    except SandboxError as exc:
+        result = GradeResult(instance.instance_id, "error", reason="infrastructure")
+        result.log = f"infrastructure: {type(exc).__name__}: {exc}"
+        return result
 
 
 def _strict(result: GradeResult, strict: bool | None) -> GradeResult:

@@ -17,6 +17,8 @@ from swe_srl.benchmark.instances import Instance, load_instances
 from swe_srl.errors import ConfigError
 from swe_srl.infra.engine import engine_answers
 from swe_srl.infra.recipes import instance_executables
+from swe_srl.infra.sandbox.placement import sandbox_address
+from swe_srl.infra.sandbox.remote import call_on_sandbox_node
 from swe_srl.trajectories.decompose import executed_steps
 from swe_srl.trajectories.expert_state import created_files, expert_states
 from swe_srl.trajectories.schema import Trajectory
@@ -52,7 +54,13 @@ def image_executables_of(instance: Instance, *, repos_dir: Path | None = None) -
     """The executables of ``instance``'s image, resolved (and the listing read) once per instance and process."""
     key = (instance.instance_id, instance.base_commit)
     if key not in _EXECUTABLES:
-        _EXECUTABLES[key] = instance_executables(instance, repos_dir=repos_dir)
+        if (address := sandbox_address()) is None:
+            _EXECUTABLES[key] = instance_executables(instance, repos_dir=repos_dir)
+        else:  # the image is on the sandbox nodes
+            what = f"executables of {instance.instance_id}"
+            _EXECUTABLES[key] = call_on_sandbox_node(
+                instance_executables, instance, repos_dir=repos_dir, address=address, what=what
+            )
     return _EXECUTABLES[key]
 
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from swe_srl.benchmark.instances import HELD_OUT
+from swe_srl.infra.sandbox.placement import parse_sandboxes
 from swe_srl.rewards.effect.protocol import EffectMode
 from swe_srl.train.options import (
     DynamicSampling,
@@ -96,6 +97,12 @@ class TrainConfig(StrictOptions):
         "without LoRA only.",
     )
     effect: EffectMode = Field("off", description="Effect layer of the layered reward.")
+    sandboxes: str | None = Field(
+        None,
+        description="Where the effect layer's and RLVR episodes' sandboxes run: local (this machine's engine) or "
+        "ray[:ADDRESS] (Ray actors on sandbox nodes, `swe-srl worker`; docs/cluster.md). None: $SWE_SRL_SANDBOXES, "
+        "else local.",
+    )
     fuzzy: bool = Field(False, description="Fuzzy normalization in the semantic layer.")
     advantage: Literal["grpo", "rloo"] = Field(
         "grpo", description="Group mean/std, or leave-one-out baseline."
@@ -135,6 +142,12 @@ class TrainConfig(StrictOptions):
         description="Train on SWE-bench evaluation instances (Verified/Lite/test) anyway: refused by default.",
     )
     trl: dict[str, Any] = Field(default_factory=dict, description="GRPOConfig options, passed through.")
+
+    @field_validator("sandboxes")
+    @classmethod
+    def _placement(cls, value: str | None) -> str | None:
+        parse_sandboxes(value, where="sandboxes")
+        return value
 
     @field_validator("repos_dir")
     @classmethod

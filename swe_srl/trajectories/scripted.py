@@ -30,6 +30,7 @@ from swe_srl.grading.runner import run_tests
 from swe_srl.infra.image_build import file_lock
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.factory import open_sandbox
+from swe_srl.infra.sandbox.placement import sandbox_address
 from swe_srl.paths import cache_dir
 from swe_srl.trajectories.expert_state import WORKDIR, ExpertState, cwd_of, save_state
 from swe_srl.trajectories.schema import Step, Trajectory, write_jsonl
@@ -260,7 +261,8 @@ def scripted_trajectories(
     instances = list(instances)
     console = Console(stderr=True)
     for instance in instances:  # build images first, one at a time (builds are the heavy, locked part)
-        instance_image(instance, repos_dir=repos_dir)
+        if sandbox_address() is None:  # remote sandboxes: each node builds what it runs
+            instance_image(instance, repos_dir=repos_dir)
     with Progress(console=console, disable=not progress) as bar, ThreadPoolExecutor(max(1, workers)) as pool:
         task = bar.add_task("scripted expert", total=len(instances))
         futures = [pool.submit(_one, instance, seed, repos_dir, shell) for instance in instances]

@@ -42,8 +42,9 @@ def _ray():
     return ray
 
 
-def connect(address: str, workers: int) -> bool:
-    """Connect this process to Ray at ``address``; True when this call initialized Ray (so close() shuts it)."""
+def connect(address: str, workers: int, *, start_local: bool = True) -> bool:
+    """Connect this process to Ray at ``address``; True when this call initialized Ray (so close() shuts it).
+    ``auto`` with no cluster here starts a local one, unless ``start_local`` is False (then ``ExecutorError``)."""
     ray = _ray()
     if ray.is_initialized():
         return False
@@ -53,6 +54,11 @@ def connect(address: str, workers: int) -> bool:
         try:
             ray.init(address="auto", **quiet)
         except ConnectionError:  # nothing running here: a local cluster that lives as long as this process
+            if not start_local:
+                raise ExecutorError(
+                    "no Ray cluster runs here (address 'auto'); start one with `swe-srl worker --sandboxes N` "
+                    "or name its address (ray:HOST:6379)"
+                ) from None
             ray.init(
                 num_cpus=max(workers, 1),
                 include_dashboard=False,

@@ -49,7 +49,7 @@ Every container also carries the label ``swe-srl.profile=<name>`` (``docker ps -
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +60,8 @@ from swe_srl.errors import ConfigError
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox.base import GRADING_NETWORK_ENV, Limits, SandboxSpec
 from swe_srl.infra.sandbox.docker import DockerSandbox
+from swe_srl.infra.sandbox.placement import sandbox_address
+from swe_srl.infra.sandbox.remote import RemoteSandbox
 
 ProfileName = Literal["episode", "grading", "validation", "expert", "effect", "shell"]
 PROFILE_LABEL = "swe-srl.profile"
@@ -132,16 +134,37 @@ def open_sandbox(
     profile: ProfileName,
     repos_dir: Path | None = None,
     **settings: Any,
-) -> DockerSandbox:
+) -> DockerSandbox | RemoteSandbox:
     """A not yet started ``profile`` sandbox: use it as a context manager (or ``.start()`` it).
 
     ``target``: an image tag, or an ``Instance`` (its image, built if needed from ``repos_dir``, diffing against its
-    base commit). ``settings`` are :func:`sandbox_spec`'s (``base_commit``, ``limits``, ``env``).
+    base commit). ``settings`` are :func:`sandbox_spec`'s (``base_commit``, ``limits``, ``env``). Where it runs is
+    ``$SWE_SRL_SANDBOXES`` (``placement.py``): here, or on a Ray sandbox node, which builds the instance's image.
     """
+    instance = target if isinstance(target, Instance) else None
+    if instance is not None:
+        settings.setdefault("base_commit", instance.base_commit)
+    return make_sandbox(lambda image: sandbox_spec(image, profile=profile, **settings), target, repos_dir)
+
+
+def make_sandbox(
+    spec_of: Callable[[str], SandboxSpec], target: str | Instance, repos_dir: Path | None = None
+) -> DockerSandbox | RemoteSandbox:
+    """The sandbox of ``spec_of(image)`` (a function of the image tag) on ``target``'s image, placed as
+    ``$SWE_SRL_SANDBOXES`` says: an ``Instance``'s image is resolved here for a local sandbox, on the sandbox node
+    (:data:`REMOTE_IMAGE` + its id until then) for a remote one."""
+    address = sandbox_address()
+    if address is None:
+        image = instance_image(target, repos_dir=repos_dir) if isinstance(target, Instance) else target
+        return DockerSandbox(spec_of(image))
     if isinstance(target, Instance):
-        settings.setdefault("base_commit", target.base_commit)
-        target = instance_image(target, repos_dir=repos_dir)
-    return DockerSandbox(sandbox_spec(target, profile=profile, **settings))
+        spec = spec_of(f"{REMOTE_IMAGE}{target.instance_id}")
+        return RemoteSandbox(spec, address, instance=target, repos_dir=repos_dir)
+    return RemoteSandbox(spec_of(target), address)
+
+
+REMOTE_IMAGE = "swe-srl-remote-instance:"
+"""The image of a remote sandbox's spec until its node has resolved the instance's image."""
 
 
 def grading_limits(timeout: float, spec_cpus: float | None, host_cpus: int) -> dict[str, Any]:

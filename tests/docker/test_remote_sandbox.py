@@ -1,0 +1,253 @@
+"""Remote sandboxes on a real Ray cluster on loopback whose driver has no container engine.
+
+The head (no CPUs, no sandbox slots) and the driver see ``DOCKER_HOST=unix:///nonexistent.sock``; two sandbox nodes
+(``swe_srl_sandbox: 2`` each) were started with the real engine. Through them: an SWEEnv episode on a bundled
+instance (graded on submit), the gold and empty patches' verdicts, effect rewards equal to those computed with local
+sandboxes on a node, a node killed mid-episode (an infrastructure error; the next episode runs on the other node),
+and a driver killed with its sandbox open (its container is removed). No container is left on any node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.docker, pytest.mark.ray]
+STORE = 100 * 1024 * 1024
+NOWHERE = "unix:///nonexistent.sock"
+INSTANCE = "tabulate__tabulate-m001"
+REAL_HOST = os.environ.get("DOCKER_HOST")
+"""The engine the sandbox nodes use (the driver's is replaced by :data:`NOWHERE`)."""
+FAST_FAILURE = {"health_check_period_ms": 500, "health_check_failure_threshold": 3}
+"""A killed node is declared dead in about 2 s instead of 15 s."""
+
+
+def _clear_engine_caches() -> None:
+    from swe_srl.infra import engine
+
+    for cached in (engine.engine_name, engine._cached_client, engine.engine_cpus, engine.libpod_info):
+        cached.cache_clear()
+
+
+def _add_sandbox_node(cluster) -> None:
+    """A node with 2 sandbox slots, its processes started with the real engine (whatever this process sees)."""
+    driver_host = os.environ.get("DOCKER_HOST")
+    _set_host(REAL_HOST)
+    try:
+        cluster.add_node(num_cpus=1, resources={"swe_srl_sandbox": 2}, object_store_memory=STORE)
+    finally:
+        _set_host(driver_host)
+
+
+def _set_host(value: str | None) -> None:
+    if value is None:
+        os.environ.pop("DOCKER_HOST", None)
+    else:
+        os.environ["DOCKER_HOST"] = value
+
+
+@pytest.fixture(scope="module")
+def instance(docker_engine):
+    from swe_srl.benchmark.instances import load_instances
+
+    return {i.instance_id: i for i in load_instances("bundled:test")}[INSTANCE]
+
+
+@pytest.fixture(scope="module")
+def fix_step(docker_engine):
+    """A train trajectory and its fix step (computed with the real engine, before the driver loses it)."""
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.trajectories.expert_state import expert_states
+    from swe_srl.trajectories.schema import read_jsonl
+    from swe_srl.trajectories.scripted import default_trajectories
+
+    traj = next(iter(read_jsonl(default_trajectories(split="train"))))
+    instance = {i.instance_id: i for i in load_instances("bundled:train")}[traj.instance_id]
+    state = expert_states(traj, instance)
+    return traj, instance, state.diffs.index(state.diffs[-1])
+
+
+@pytest.fixture(scope="module")
+def cluster(docker_engine, instance, fix_step):
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    head = {
+        "num_cpus": 0,
+        "include_dashboard": False,
+        "object_store_memory": STORE,
+        "_system_config": FAST_FAILURE,
+    }
+    cluster = Cluster(initialize_head=True, head_node_args=head)
+    saved = os.environ.get("SWE_SRL_SANDBOXES")
+    try:
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # _local_effects runs on a node
+        for _ in range(2):
+            _add_sandbox_node(cluster)
+        os.environ["DOCKER_HOST"] = NOWHERE  # from here on, this process (the driver) reaches no engine
+        os.environ["SWE_SRL_SANDBOXES"] = f"ray:{cluster.address}"
+        _clear_engine_caches()
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        _set_host(REAL_HOST)
+        if saved is None:
+            os.environ.pop("SWE_SRL_SANDBOXES", None)
+        else:
+            os.environ["SWE_SRL_SANDBOXES"] = saved
+        _clear_engine_caches()
+
+
+def _engine(*args: str) -> str:
+    """The real engine's CLI (this process's DOCKER_HOST points nowhere)."""
+    env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"} | (
+        {"DOCKER_HOST": REAL_HOST} if REAL_HOST else {}
+    )
+    return subprocess.run(["docker", *args], capture_output=True, text=True, env=env, check=True).stdout
+
+
+def _gone(container_id: str, within_s: float = 60.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if container_id not in _engine("ps", "-aq", "--no-trunc"):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _ended(pid: int, within_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_the_driver_has_no_engine(cluster) -> None:
+    from swe_srl.errors import DockerUnavailable
+    from swe_srl.infra.engine import docker_client
+
+    with pytest.raises(DockerUnavailable):
+        docker_client()
+
+
+def test_episode_through_a_sandbox_node(cluster, instance) -> None:
+    """The gold script in SWEEnv: every command and the grading on submit run on the sandbox nodes."""
+    from swe_srl.agent.episode import AgentConfig
+    from swe_srl.agent.loop import run_episode
+    from swe_srl.agent.policies import ScriptedPolicy, gold_patch_outputs
+    from swe_srl.env.swe_env import SWEEnv
+    from swe_srl.infra.sandbox.remote import RemoteSandbox
+
+    env = SWEEnv(dataset="bundled:test")
+    seen = []
+    config = AgentConfig(max_steps=None, episode_timeout_s=None, submit_to_env=True)
+    policy = ScriptedPolicy(gold_patch_outputs(instance.patch), name="gold")
+    result = run_episode(env, policy, instance, config, on_step=lambda *_: seen.append(env.sandbox))
+    assert result.error is None and result.terminated
+    assert isinstance(seen[0], RemoteSandbox) and seen[0].node
+    assert result.total_reward == 1.0  # resolved: graded on a sandbox node
+    assert "tabulate" in result.steps[0].observation  # `ls` of the repository
+
+
+def test_gold_and_empty_patches_grade_as_locally(cluster, instance) -> None:
+    from swe_srl.grading.runner import grade
+
+    gold, empty = grade(instance, instance.patch), grade(instance, "")
+    assert (gold.status, empty.status) == ("resolved", "unresolved"), (gold.log[-500:], empty.log[-500:])
+    assert gold.image["image"].startswith("swe-srl/instance:")
+
+
+def _local_effects(traj, instance, step: int, actions: list[str], root: str) -> list[float]:
+    """On a sandbox node, with its own engine: the effect values of ``actions`` (the local reference)."""
+    from pathlib import Path
+
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
+
+    with SandboxEffect("full", root=Path(root) / "a", expert_root=Path(root) / "e") as effect:
+        return [effect.evaluate(instance, traj, step, action).value for action in actions]
+
+
+def test_effect_rewards_equal_local_ones(cluster, fix_step, tmp_path) -> None:
+    from swe_srl.infra.sandbox.remote import call_on_sandbox_node
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
+
+    traj, instance, k = fix_step
+    actions = [traj.steps[k].action, "ls", f"echo '# not the fix' >> {instance.oracle_files[0]}"]
+    with SandboxEffect("full", root=tmp_path / "remote", expert_root=tmp_path / "re") as effect:
+        remote = [effect.evaluate(instance, traj, k, action).value for action in actions]
+    local = call_on_sandbox_node(_local_effects, traj, instance, k, actions, str(tmp_path / "local"))
+    assert remote == local
+    assert remote[0] == 1.0 and remote[1] == 0.0 and 0.0 < remote[2] < 0.5
+
+
+def test_node_lost_mid_episode_is_an_infra_error(cluster, instance) -> None:
+    from swe_srl.agent.episode import AgentConfig
+    from swe_srl.agent.loop import run_episode
+    from swe_srl.agent.policies import ScriptedPolicy
+    from swe_srl.core.actions import format_output
+    from swe_srl.env.swe_env import SWEEnv
+
+    env = SWEEnv(dataset="bundled:test")
+    killed: list[str] = []
+
+    def kill_its_node(episode, record) -> None:
+        if killed:
+            return
+        killed.append(env.sandbox.container_id)
+        node = next(n for n in cluster.worker_nodes if n.node_id == env.sandbox.node_id)
+        cluster.remove_node(node, allow_graceful=False)
+        assert _ended(env.sandbox.pid)  # the node's worker processes end with its raylet (in 2-3 s)
+
+    steps = [format_output("look", "ls"), format_output("again", "ls"), format_output("done", "submit")]
+    config = AgentConfig(max_steps=None, episode_timeout_s=None, submit_to_env=True)
+    result = run_episode(env, ScriptedPolicy(steps, name="s"), instance, config, on_step=kill_its_node)
+    assert result.exit_reason == "infra_error" and "gone" in (result.error or ""), result
+    assert _gone(killed[0])  # its container went with the node's processes
+    _add_sandbox_node(cluster)  # the run goes on: the next episode on the nodes left
+    again = run_episode(env, ScriptedPolicy(steps, name="s"), instance, config)
+    assert again.error is None and again.terminated
+
+
+DRIVER = """
+import sys
+from swe_srl.benchmark.instances import load_instances
+from swe_srl.infra.sandbox.factory import open_sandbox
+instance = {i.instance_id: i for i in load_instances("bundled:test")}[sys.argv[1]]
+box = open_sandbox(instance, profile="episode").start()
+print(box.container_id, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_dead_driver_leaves_no_container(cluster, how) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # DOCKER_HOST nowhere, SWE_SRL_SANDBOXES=ray:<cluster>
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, INSTANCE], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        container = proc.stdout.readline().strip()
+        assert container and container in _engine("ps", "-q", "--no-trunc")
+        proc.send_signal(how)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _gone(container)
+
+
+def test_no_container_left_on_any_node(cluster) -> None:
+    from swe_srl.infra.sandbox.janitor import RUN_ID
+
+    labels = [json.loads(line) for line in _engine("ps", "-a", "--format", "{{json .Labels}}").splitlines()]
+    assert not [label for label in labels if f"swe-srl.run-id={RUN_ID}" in label]

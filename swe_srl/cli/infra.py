@@ -78,22 +78,22 @@ def _ensure(name: str, console: Console) -> None:
     if name == "docker":
         console.print(f"[green]engine:[/] {ensure_engine(console)}")
         return
-    if os.environ.get("DOCKER_HOST"):
-        console.print(f"[green]engine:[/] Podman at {os.environ['DOCKER_HOST']}")
-    else:
-        console.print(f"[green]engine:[/] {podman.ensure_podman(console)}")
-    engine.use_engine("podman", os.environ.get("DOCKER_HOST") or podman.service_url() or "")
-    facts = enforcement.engine_facts()
-    console.print(f"[green]limits:[/] {', '.join(facts.controllers) or 'none'} enforced ({facts.engine}, "
-                  f"{'rootless' if facts.rootless else 'root'}, cgroup {facts.cgroup_version})")  # fmt: skip
-    enforcement.require_enforced()
+    with podman.stopped_if_refused(console):  # a refused start leaves no service or pause process running
+        if os.environ.get("DOCKER_HOST"):
+            console.print(f"[green]engine:[/] Podman at {os.environ['DOCKER_HOST']}")
+        else:
+            console.print(f"[green]engine:[/] {podman.ensure_podman(console)}")
+        engine.use_engine("podman", os.environ.get("DOCKER_HOST") or podman.service_url() or "")
+        facts = enforcement.engine_facts()
+        console.print(f"[green]limits:[/] {', '.join(facts.controllers) or 'none'} enforced ({facts.engine}, "
+                      f"{'rootless' if facts.rootless else 'root'}, cgroup {facts.cgroup_version})")  # fmt: skip
+        enforcement.require_enforced()
     if note := enforcement.unlimited_note(facts):
         console.print(f"[yellow]warning:[/] {note}")
     exports = podman.service_env(os.environ["DOCKER_HOST"])
     typer.echo("export " + " ".join(f"{key}={value}" for key, value in exports.items()))
 
 
-def janitor(
 def ensure_checked(name: str, console: Console) -> None:
     """Setup's engine checks for a sandbox node (``swe-srl worker``): the chosen engine started and answering, its
     memory/pids limits enforced (``LimitsUnenforced`` otherwise, unless ``--allow-unlimited-sandboxes``)."""
@@ -103,6 +103,7 @@ def ensure_checked(name: str, console: Console) -> None:
     enforcement.require_enforced(facts)
 
 
+def janitor(
     everything: bool = typer.Option(
         False, "--all", help="Remove every swe-srl container, live runs included."
     ),

@@ -4,7 +4,10 @@
 ``containers.conf`` and a ``storage.conf`` of its own into the cache (``podman/``) and starts
 ``podman system service --time=0`` on a socket there, with ``CONTAINERS_CONF`` / ``CONTAINERS_STORAGE_CONF``
 pointing at those files: nothing under /etc is edited. The service runs until ``swe-srl setup --stop`` or
-``swe-srl janitor --engine``; later commands find it again through its pid file and socket.
+``swe-srl janitor --engine``; later commands find it again through its pid file and socket. Stopping it ends its
+processes (rootless Podman re-executes itself inside the user namespace: the child is the one serving) and the
+pause process it started (rootless Podman's holder of that namespace), unless some other Podman process of the
+user still lives in it. A start that :func:`stopped_if_refused` guards leaves nothing running when it is refused.
 
 What the configuration sets, and why:
 
@@ -23,20 +26,20 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from swe_srl import paths
 from swe_srl.errors import DockerUnavailable
+from swe_srl.infra import podman_procs as procs
 
 PACKAGES = ("podman", "runc", "uidmap", "slirp4netns", "fuse-overlayfs")
 FIX = "start it with `swe-srl setup --engine podman` (it prints DOCKER_HOST), or point DOCKER_HOST at a Podman socket"
 EXIT_COMMAND_DELAY_S = 5
 START_S = 30.0
-STOP_S = 10.0
 
 
 def service_dir() -> Path:
@@ -138,6 +141,19 @@ def start_service(console) -> str:
     return f"started podman system service (pid {pid}) at unix://{socket_path()}"
 
 
+@contextlib.contextmanager
+def stopped_if_refused(console) -> Iterator[None]:
+    """Guard a start and its checks: when the block raises (a refused limits check, Ctrl-C), the service it started
+    is stopped again, with the pause process that service started. A service that ran before is left alone."""
+    before = service_pid()
+    try:
+        yield
+    except BaseException:
+        if (pid := service_pid()) is not None and pid != before:
+            console.print(f"[yellow]refused:[/] {stop_service()}")
+        raise
+
+
 def _write_conf(nofile: tuple[int, int], nproc: tuple[int, int]) -> None:
     root = service_dir()
     fuse = shutil.which("fuse-overlayfs")
@@ -149,6 +165,7 @@ def _write_conf(nofile: tuple[int, int], nproc: tuple[int, int]) -> None:
 
 def _spawn() -> int:
     root, sock = service_dir(), socket_path()
+    pause_before = procs.pause_pid()
     sock.unlink(missing_ok=True)
     env = {**os.environ, "CONTAINERS_CONF": str(root / "containers.conf"),
            "CONTAINERS_STORAGE_CONF": str(root / "storage.conf")}  # fmt: skip
@@ -160,10 +177,12 @@ def _spawn() -> int:
     deadline = time.monotonic() + START_S
     while not _answers(sock):
         if proc.poll() is not None or time.monotonic() > deadline:
+            procs.note_pause(pause_before, root / "pause.pid")
             tail = (root / "service.log").read_text(errors="replace")[-1200:]
             stop_service()
             raise DockerUnavailable(f"podman system service did not answer on {sock}; its log ends:\n{tail}")
         time.sleep(0.2)
+    procs.note_pause(pause_before, root / "pause.pid")
     return proc.pid
 
 
@@ -177,20 +196,18 @@ def _answers(sock: Path) -> bool:
 
 
 def stop_service() -> str:
-    """Stop the service swe-srl started (SIGTERM, then SIGKILL after :data:`STOP_S`); a one-line account."""
+    """Stop the service swe-srl started: its processes (SIGTERM, then SIGKILL after ``podman_procs.STOP_S``) and
+    the pause process it started; a one-line account."""
     pid = service_pid()
-    if pid is None:
-        return "no Podman service of swe-srl runs"
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_S
-    while service_pid() == pid and time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)  # our own child when started by this process
-        time.sleep(0.1)
-    if service_pid() == pid:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    if pid is not None:
+        procs.end(procs.service_processes(pid))
     (service_dir() / "service.pid").unlink(missing_ok=True)
     socket_path().unlink(missing_ok=True)
-    return f"stopped the Podman service (pid {pid})"
+    pause = procs.stop_own_pause(service_dir() / "pause.pid")
+    if pid is None:
+        return "no Podman service of swe-srl runs" + (
+            f"; stopped its pause process (pid {pause})" if pause else ""
+        )
+    return f"stopped the Podman service (pid {pid})" + (
+        f" and its pause process (pid {pause})" if pause else ""
+    )

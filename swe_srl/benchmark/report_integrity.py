@@ -36,6 +36,7 @@ _INDEX = {}
 _TEST_FILES = set()
 _REWRITERS = []
 _SNAP = {}
+_SEEN = set()
 
 
 def _real(path):
@@ -315,28 +316,34 @@ def _snapshot(hooks_only=False):
         _SNAP["builtins"] = dict((k, v) for k, v in vars(_builtins).items() if callable(v))
 
 
+def _report(what, where):
+    if what not in _SEEN:  # once per change, with the first place it was seen
+        _SEEN.add(what)
+        _tampered(what + " (seen at " + where + ")")
+
+
 def _integrity(where, lenient=False):
     if not _SNAP:
         return
     for (label, was), (_, now) in zip(_SNAP["hooks"], _hook_state()):
         if now is not was and not (type(now) is tuple and now == was):
             if not lenient or any(_untrusted_file(f) for f in _files(now)):
-                _tampered(label + " changed at " + where + " (" + _describe(now) + ")")
+                _report(label + " changed to " + _describe(now), where)
     for label, was, now in (("sys.meta_path", _SNAP["finders"][0], _sys.meta_path),
                             ("sys.path_hooks", _SNAP["finders"][1], _sys.path_hooks)):
         for entry in list(now):
             if not any(entry is old for old in was) and any(_untrusted_file(f) for f in _files(entry)):
-                _tampered(label + " entry added by the code under test (" + _describe(entry) + ") at " + where)
+                _report(label + " entry added by the code under test: " + _describe(entry), where)
     current = vars(_builtins)
     for name, value in _SNAP["builtins"].items():
         if current.get(name) is not value:
-            _tampered("builtins." + name + " replaced at " + where)
+            _report("builtins." + name + " replaced", where)
     now = _own()
     for name in set(now) | set(_OWN):
         was, is_ = _OWN.get(name), now.get(name)
         same = was is is_ or (type(was) is tuple and type(is_) is tuple and len(was) == len(is_)
                               and all(a is b for a, b in zip(was, is_)))
         if not same and name != "_OWN":
-            _tampered("reporter " + ("os/sys functions" if name is None else name) + " changed at " + where)
+            _report("reporter " + ("os/sys functions" if name is None else name) + " changed", where)
 """
 """Paste after the reporter's imports and ``_tampered``; end the reporter with ``_OWN = _own()``."""

@@ -121,8 +121,10 @@ def _budgets(tree):
                 else:
                     budget[child.name] = budget.get(child.name, []) + own
                     visit(child, inherited)
-            elif isinstance(child, _ast.Assign):
+            elif isinstance(child, _ast.Assign):  # test_x = ..., Class.test_x = ...: bound by assignment
                 aliases.update(t.id for t in child.targets if isinstance(t, _ast.Name))
+                aliases.update(t.attr for t in child.targets if isinstance(t, _ast.Attribute))
+                visit(child, inherited)
             else:
                 visit(child, inherited)
 

@@ -20,7 +20,7 @@ def worker(
     port: int = typer.Option(6379, "--port", help="The head's port (without --address)."),
     cpus: int | None = typer.Option(None, "--cpus", min=0, help="CPUs the node declares to Ray (default: all)."),
     engine_name: str = typer.Option("", "--engine", help="docker | podman (default: $SWE_SRL_ENGINE, else docker)."),
-    stop: bool = typer.Option(False, "--stop", help="Stop this machine's Ray node (`ray stop`), then remove the "
+    stop: bool = typer.Option(False, "--stop", help="End the Ray processes `swe-srl worker` started here, then remove the "
                               "containers its sandboxes left, and exit."),
 ) -> None:  # fmt: skip
     """Join a Ray cluster as a sandbox node (or start its head): engine and limits checked first, as setup does."""

@@ -40,7 +40,8 @@ def _add_sandbox_node(cluster) -> None:
     driver_host = os.environ.get("DOCKER_HOST")
     _set_host(REAL_HOST)
     try:
-        cluster.add_node(num_cpus=1, resources={"swe_srl_sandbox": 2}, object_store_memory=STORE)
+        resources = {"swe_srl_sandbox": 2, "swe_srl_sandbox_node": 1000}  # as `swe-srl worker --sandboxes 2`
+        cluster.add_node(num_cpus=1, resources=resources, object_store_memory=STORE)
     finally:
         _set_host(driver_host)
 

@@ -16,6 +16,12 @@ from swe_srl.errors import ConfigError
 SANDBOXES_ENV = "SWE_SRL_SANDBOXES"
 SANDBOX_RESOURCE = "swe_srl_sandbox"
 """The Ray custom resource a sandbox node declares (``swe-srl worker --sandboxes N``); each sandbox takes one."""
+NODE_RESOURCE = "swe_srl_sandbox_node"
+NODE_TASKS = 1000
+"""A sandbox node also declares ``NODE_RESOURCE: NODE_TASKS``: a task that needs a node's engine beside sandboxes
+(grading a submitted episode, an image's executables) takes one unit of it, not a sandbox slot, so an episode that
+holds its slot while its patch is graded never waits for a second one (N such episodes on N slots would wait
+forever)."""
 SANDBOXES_HELP = (
     "where sandboxes run: local (this machine's container engine, the default) | ray (Ray actors on the sandbox "
     "nodes of this machine's cluster: `swe-srl worker --sandboxes N`) | ray:ADDRESS (host:6379, ray://host:10001); "

@@ -20,6 +20,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox import janitor
 from swe_srl.infra.sandbox.base import ExecResult, Patch, SandboxSpec
 from swe_srl.infra.sandbox.docker import DockerSandbox
-from swe_srl.infra.sandbox.placement import SANDBOX_RESOURCE, SANDBOXES_ENV
+from swe_srl.infra.sandbox.placement import NODE_RESOURCE, SANDBOX_RESOURCE, SANDBOXES_ENV
 
 WAIT_REPORT_S = 10.0
 """How often a start that waits for a free sandbox slot says so."""
@@ -87,11 +88,12 @@ def connected_ray(address: str):
     return ray
 
 
-def actor_options() -> dict[str, Any]:
-    """Placement and settings of one sandbox actor or task: a sandbox unit, no CPU, spread; the forwarded env."""
+def actor_options(resource: str = SANDBOX_RESOURCE) -> dict[str, Any]:
+    """Placement and settings of one sandbox actor or node task: a unit of ``resource`` (a sandbox slot, or
+    :data:`~swe_srl.infra.sandbox.placement.NODE_RESOURCE`), no CPU, spread; the forwarded environment."""
     env = {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ}
     env |= {SANDBOXES_ENV: "local", janitor.RUN_ID_ENV: janitor.RUN_ID}
-    return {"num_cpus": 0, "resources": {SANDBOX_RESOURCE: 1}, "scheduling_strategy": "SPREAD",
+    return {"num_cpus": 0, "resources": {resource: 1}, "scheduling_strategy": "SPREAD",
             "runtime_env": {"env_vars": env}}  # fmt: skip
 
 
@@ -102,23 +104,18 @@ def _lost(ray, exc: BaseException, what: str) -> SandboxError:
 
 
 def wait_for(ray, ref, what: str) -> Any:
-    """``ray.get(ref)``, saying on stderr every :data:`WAIT_REPORT_S` that it still waits (no free sandbox slot)."""
+    """``ray.get(ref)``, saying on stderr every :data:`WAIT_REPORT_S` that it still waits (queued for a free sandbox
+    slot, or building its image), with the free slots and how many of this process's starts wait."""
     global _waiting
+    started = time.monotonic()
     ready, _ = ray.wait([ref], timeout=WAIT_REPORT_S)
     if not ready:
         with _waiting_lock:
             _waiting += 1
         try:
             while not ready:
-                total = ray.cluster_resources().get(SANDBOX_RESOURCE, 0)
-                free = ray.available_resources().get(SANDBOX_RESOURCE, 0)
-                hint = (
-                    ""
-                    if total
-                    else f"; no node declares {SANDBOX_RESOURCE}: start `swe-srl worker --sandboxes N`"
-                )
-                print(f"swe-srl: {what} waits for a sandbox slot ({_waiting} waiting here, {free:g} of {total:g} "
-                      f"free on the cluster{hint})", file=sys.stderr, flush=True)  # fmt: skip
+                print(f"swe-srl: {what} not ready after {time.monotonic() - started:.0f}s (queued for a sandbox slot, "
+                      f"or building its image); {_slots(ray)}; {_waiting} waiting here", file=sys.stderr, flush=True)  # fmt: skip
                 ready, _ = ray.wait([ref], timeout=WAIT_REPORT_S)
         finally:
             with _waiting_lock:
@@ -127,6 +124,15 @@ def wait_for(ray, ref, what: str) -> Any:
         return ray.get(ref)
     except ray.exceptions.RayError as exc:
         raise _lost(ray, exc, what) from None
+
+
+def _slots(ray) -> str:
+    total = ray.cluster_resources().get(SANDBOX_RESOURCE, 0)
+    if not total:
+        return (
+            f"no node declares {SANDBOX_RESOURCE}: start `swe-srl worker --sandboxes N` on the sandbox nodes"
+        )
+    return f"sandbox slots free: {ray.available_resources().get(SANDBOX_RESOURCE, 0):g} of {total:g}"
 
 
 class RemoteSandbox:
@@ -232,12 +238,13 @@ class RemoteSandbox:
 
 
 def call_on_sandbox_node(fn, *args: Any, address: str = "auto", what: str = "task", **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` as a Ray task on a sandbox node (one sandbox unit, spread), with its sandboxes local
-    there: for work that needs the node's engine beyond one sandbox (grading's image provenance, an image's
-    executables). A lost node raises :class:`SandboxLost`; ``fn``'s own exceptions come back as they are."""
+    """``fn(*args, **kwargs)`` as a Ray task on a sandbox node (a unit of ``NODE_RESOURCE``, not a slot; spread),
+    with its sandboxes local there: for work that needs the node's engine beyond one sandbox (grading's image
+    provenance, an image's executables). A lost node raises :class:`SandboxLost`; ``fn``'s own exceptions come back
+    as they are."""
     ray = connected_ray(address)
     task = ray.remote(max_retries=0)(_call_local)
-    return wait_for(ray, task.options(**actor_options()).remote(fn, args, kwargs), what)
+    return wait_for(ray, task.options(**actor_options(NODE_RESOURCE)).remote(fn, args, kwargs), what)
 
 
 def _call_local(fn, args: tuple, kwargs: dict) -> Any:

@@ -2,8 +2,9 @@
 
 ``layered`` = (w_syntax·syntax + w_semantic·semantic + w_effect·effect) / (sum of the weights of the layers
 computed). With the defaults 0.3/0.5/0.2 and all three layers this is exactly 0.3·syntax + 0.5·semantic +
-0.2·effect; when the effect layer does not run (effect off) the weights are renormalized over syntax and semantic
-(0.375/0.625), so the expert's own action still scores 1.0. Any format error scores −1.
+0.2·effect; when the effect layer does not run (effect off, or missing: an infrastructure failure, recorded as the
+component ``effect_missing``) the weights are renormalized over syntax and semantic (0.375/0.625), so the expert's
+own action still scores 1.0. Any format error scores −1.
 ``safe`` gates the total: an action with a destructive operation the expert's action does not do (``harm.py``:
 ``rm -rf``, ``git reset --hard``, truncating a file, discarding a read's output) scores 0 — below any harmless
 action, a bash syntax error included — and its semantic layer is 0 too.
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from swe_srl.core.actions import parse_output
-from swe_srl.errors import ActionFormatError, ConfigError
+from swe_srl.errors import ActionFormatError, ConfigError, SandboxError
 from swe_srl.rewards.context import RewardResult, StepContext
 from swe_srl.rewards.harm import unexpected_harm
 from swe_srl.rewards.semantic import semantic_similarity
@@ -71,6 +72,9 @@ def combine(components: Mapping[str, float], weights: RewardWeights) -> float:
 
 
 EffectArg = Callable[[StepContext], float] | float | None
+EFFECT_MISSING = "effect_missing"
+"""The component recorded (1.0) instead of ``effect`` when the effect layer failed for infrastructure reasons
+(``SandboxError``: a sandbox node lost, an engine down); the total is then renormalized over the other layers."""
 
 
 def score_step(
@@ -91,8 +95,12 @@ def score_step(
     components["semantic"] = semantic_similarity(ctx.expert_action, ctx.action, fuzzy, ctx.created_files)
     components["safe"] = 0.0 if unexpected_harm(ctx.expert_action, ctx.action, ctx.created_files) else 1.0
     if effect is not None:
-        value = effect(ctx) if callable(effect) else effect
-        components["effect"] = min(1.0, max(0.0, float(value)))
+        try:
+            value = effect(ctx) if callable(effect) else effect
+        except SandboxError:  # infrastructure (a lost sandbox node): the layer is missing, never a 0 or a 1
+            components[EFFECT_MISSING] = 1.0
+        else:
+            components["effect"] = min(1.0, max(0.0, float(value)))
     parsed = RewardWeights.parse(weights)
     layered = components["safe"] * combine(components, parsed)
     if mode == "mixed":

@@ -86,6 +86,19 @@ def test_format_error_names_the_rule() -> None:
     assert result.components["format"] == 0.0
 
 
+def test_effect_lost_to_infrastructure_is_missing_not_zero() -> None:
+    from swe_srl.infra.sandbox.remote import SandboxLost
+
+    def lost(ctx: StepContext) -> float:
+        raise SandboxLost("sandbox on node-2: its Ray actor or node is gone")
+
+    result = score_output(out(GREP), GREP, effect=lost)
+    assert "effect" not in result.components and result.components["effect_missing"] == 1.0
+    assert result.total == score_output(out(GREP), GREP).total == 1.0  # renormalized as with effect off
+    with pytest.raises(ValueError):  # a bug in the evaluator is no infrastructure failure: it still raises
+        score_output(out(GREP), GREP, effect=lambda ctx: float("x"))
+
+
 def test_effect_layer_weights() -> None:
     seen: list[StepContext] = []
 

@@ -12,6 +12,7 @@ functions (pytest, sympy's runner) or methods of a new test class on the file's 
 
 from __future__ import annotations
 
+import base64
 import builtins
 import keyword
 import random
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from swe_srl.benchmark.instances import Instance
 from swe_srl.benchmark.logparse import PASSED, PASSING
 from swe_srl.benchmark.specs import test_files
+from swe_srl.errors import SandboxError
 from swe_srl.infra.sandbox.base import Sandbox
 
 _TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", re.M)
@@ -115,13 +117,16 @@ def _class_name(source: str, words: list[str], rng: random.Random) -> str:
             return name
 
 
-def draw(path: str, source: str, kind: str, rng: random.Random, count: int = 4) -> tuple[str, list[Canary]]:
+def draw(
+    path: str, source: str, kind: str, rng: random.Random, count: int = 4, newline: bool | None = None
+) -> tuple[str, list[Canary]]:
     """(the text to append to the test file ``path`` of text ``source``, its canaries): ``count`` canaries, at least
     one of each kind, in random order; ``kind`` is the runner (``commands.RunnerKind``)."""
     words, taken = _words(source, rng), set(_TEST_DEF.findall(source))
     fails = [True, False] + [rng.random() < 0.5 for _ in range(count - 2)]
     rng.shuffle(fails)
-    out = ["", ""] if source.endswith("\n") else ["", "", ""]
+    newline = source.endswith("\n") if newline is None else newline
+    out = ["", ""] if newline else ["", "", ""]
     canaries = []
     if kind == "unittest":
         base, needs = _base(source)
@@ -223,25 +228,55 @@ def canary_targets(instance: Instance) -> list[Target]:
     return [t for t in out if t is not None]
 
 
+_OUTLINE = r"^[[:space:]]*(async[[:space:]]+)?def[[:space:]]|^class[[:space:]]|^import[[:space:]]+unittest"
+
+
+def _outlines(sandbox: Sandbox, paths: list[str]) -> dict[str, str]:
+    """Each of ``paths`` that is a file → its ``def``, ``class`` and ``import unittest`` lines, all :func:`draw`
+    reads of a file, in one command (one ``grep``; a whole file's bytes cost more to move)."""
+    quoted = " ".join(map(shlex.quote, paths))
+    script = (
+        f'cd /testbed; for f in {quoted}; do [ -f "$f" ] && echo "@@swe-srl-file $f"; done; '
+        f"grep -H -E '{_OUTLINE}' {quoted} 2>/dev/null; true"
+    )
+    lines = sandbox.run(script, timeout=120).output.split("\n")
+    out = {ln.removeprefix("@@swe-srl-file "): [] for ln in lines if ln.startswith("@@swe-srl-file ")}
+    for line in lines:
+        for path in out:  # grep -H: PATH:LINE
+            if line.startswith(path + ":"):
+                out[path].append(line[len(path) + 1 :])
+                break
+    return {path: "\n".join(found) + "\n" for path, found in out.items()}
+
+
 def plant(sandbox: Sandbox, instance: Instance, kind: str, rng: random.Random | None = None) -> Planted:
     """Append fresh canaries to each test file the command of runner ``kind`` runs (a file that is not there is
-    left alone); where the command selects tests of a file, it gets its canaries' ids too."""
-    rng, planted = rng or random.SystemRandom(), Planted()
-    for target in canary_targets(instance):
-        for k, path in enumerate(target.candidates):
-            try:
-                source = sandbox.read_file(path).decode("utf-8", errors="surrogateescape")
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                continue
-            if path in planted.own:
-                break
-            text, canaries = draw(path, source, "unittest" if kind == "unittest" else "functions", rng)
-            sandbox.write_file(path, (source + text).encode("utf-8", errors="surrogateescape"))
-            planted.canaries += canaries
-            planted.own[path] = own_tests(source)
-            if target.selected and kind in ("pytest", "tox"):
-                planted.selectors += [shlex.quote(f"{path}::{c.name}") for c in canaries]
-            if k > 0 and kind == "unittest":  # the label named a class (or test) of this module
-                planted.selectors.append(shlex.quote(f"{target.modules[k]}.{canaries[0].cls}"))
-            break
+    left alone); where the command selects tests of a file, it gets its canaries' ids too. Two commands in all: one
+    reads their outlines, one appends to them."""
+    rng, planted, appends = rng or random.SystemRandom(), Planted(), []
+    targets = canary_targets(instance)
+    sources = (
+        _outlines(sandbox, list(dict.fromkeys(p for t in targets for p in t.candidates))) if targets else {}
+    )
+    for target in targets:
+        k, path = next(((k, p) for k, p in enumerate(target.candidates) if p in sources), (-1, ""))
+        if not path or path in planted.own:
+            continue
+        source = sources[path]  # whether the file ends with a newline is not read: one more blank line then
+        text, canaries = draw(
+            path, source, "unittest" if kind == "unittest" else "functions", rng, newline=False
+        )
+        appends.append(
+            f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d >> {shlex.quote(path)}"
+        )
+        planted.canaries += canaries
+        planted.own[path] = own_tests(source)
+        if target.selected and kind in ("pytest", "tox"):
+            planted.selectors += [shlex.quote(f"{path}::{c.name}") for c in canaries]
+        if k > 0 and kind == "unittest":  # the label named a class (or test) of this module
+            planted.selectors.append(shlex.quote(f"{target.modules[k]}.{canaries[0].cls}"))
+    if appends:
+        done = sandbox.run("cd /testbed && " + " && ".join(appends), timeout=120)
+        if done.exit_code != 0:
+            raise SandboxError(f"the canaries could not be written: {done.output[-500:]}")
     return planted

@@ -1,13 +1,15 @@
 """A real agent's verdicts, reproduced: replay a public run's trajectories in episodes and compare the grades.
 
-Imports the run (``swe-srl trajectories import``'s importer, any public format, ``resolved_labels.json`` beside it),
-replays each trajectory in an episode (``--policy replay:FILE``) on the instances whose repository has a clone in
+Imports the run (``swe-srl trajectories import``'s importer, any public format, ``resolved_labels.json`` beside it,
+or ``--reports DIR``: the SWE-bench harness's ``DIR/ID/report.json`` per instance, as mini-swe-agent runs publish
+them), replays each trajectory in an episode (``--policy replay:FILE``, in the shell its agent used:
+``Trajectory.shell``) on the instances whose repository has a clone in
 ``--repos-dir``, grades the replayed patches, and prints the agreement with the run's published labels:
 resolved/resolved, unresolved/unresolved, each disagreement, and each instance that could not be run with its cause
 (also written to ``OUT/agreement.json``).
 
 Usage: python bench/agreement.py --repos-dir /work/.mirror --out /tmp/agreement [--instances a,b] [--workers N]
-       [--only-built] [--cause django/django="repository too large to fetch here"] [TRAJECTORIES]
+       [--only-built] [--cause django/django="repository too large to fetch here"] [--reports LOGS] [TRAJECTORIES]
 The run directory is resumable (``swe-srl eval``'s): a second call grades only what is missing.
 """
 
@@ -47,7 +49,24 @@ def parse_args() -> argparse.Namespace:
         "--only-built", action="store_true", help="list instances whose image is not built as not run"
     )
     ap.add_argument("--cause", action="append", default=[], help="REPO=why it has no clone here")
+    ap.add_argument("--reports", type=Path, help="the run's published verdicts: a folder of ID/report.json")
     return ap.parse_args()
+
+
+def report_labels(folder: Path) -> dict[str, bool]:
+    """Instance id → resolved, from the SWE-bench harness's per-instance ``ID/report.json`` under ``folder``
+    (``{ID: {"resolved": …}}``, or the inner object alone as some runs publish it)."""
+    labels = {}
+    for path in sorted(folder.glob("*/report.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        iid = path.parent.name
+        inner = data.get(iid, data) if isinstance(data, dict) else None
+        if not isinstance(inner, dict) or not isinstance(inner.get("resolved"), bool):
+            raise SystemExit(f"error: {path}: no boolean 'resolved' (a SWE-bench harness report.json?)")
+        labels[iid] = inner["resolved"]
+    if not labels:
+        raise SystemExit(f"error: --reports {folder}: no ID/report.json files under it")
+    return labels
 
 
 def missing_objects(clone: Path, commit: str) -> str | None:
@@ -130,7 +149,10 @@ def print_rows(rows: list[tuple], console: Console) -> None:
 def main() -> None:
     args = parse_args()
     console = Console(width=160)
+    reported = report_labels(args.reports) if args.reports else {}
     trajectories = import_trajectories(args.trajectories)
+    for t in trajectories:
+        t.resolved = reported.get(t.instance_id, t.resolved)
     labels = {t.instance_id: bool(t.resolved) for t in trajectories if t.resolved is not None}
     ids = [i.strip() for i in args.instances.split(",") if i.strip()] or sorted(labels)
     todo = select_instances(load_instances(args.dataset), ids)

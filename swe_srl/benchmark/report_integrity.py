@@ -255,7 +255,7 @@ def _verify(obj, name, namespace=None):
     for layer in chain:
         if type(layer) is _FUNC and _is_test(_real(layer.__code__.co_filename)) and not _matches(layer.__code__):
             return "the code at " + _where(layer.__code__) + " is not the file's"
-    if name and code.co_name != name and name not in aliases:
+    if name and code.co_name != name and name not in aliases and not budget.get(name):  # decorated: a wrapper
         return "runs " + code.co_name + " (" + _where(code) + ")"
     extra = [layer for layer in chain[:-1] if _counts(layer)]
     if extra and code.co_name not in aliases and len(extra) > _decorated(budget.get(code.co_name, ()), last.__globals__):

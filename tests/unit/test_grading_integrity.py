@@ -5,6 +5,7 @@ must report none."""
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -168,9 +169,12 @@ def test_an_attack_from_the_package_is_reported(tmp_path: Path, runner: str, att
 
 
 def test_a_test_that_sets_a_trace_hook_and_restores_it_is_honest(tmp_path: Path) -> None:
-    # coverage-like tracing inside a test, undone before the test ends, and a builtin patched by monkeypatch
+    # coverage-like tracing inside a test, undone before the test ends, a builtin patched by monkeypatch, and a
+    # decorator of the test file that wraps without functools.wraps
     tests = (
-        "import sys\n\n\ndef test_traced(monkeypatch):\n    seen = []\n"
+        "import sys\n\n\ndef plain(f):\n    def inner():\n        return f()\n    return inner\n\n\n"
+        "@plain\ndef test_wrapped():\n    assert True\n\n\n"
+        "def test_traced(monkeypatch):\n    seen = []\n"
         "    sys.settrace(lambda f, e, a: seen.append(e))\n    sum([1])\n    sys.settrace(None)\n"
         "    monkeypatch.setattr('builtins.input', lambda *a: 'y')\n    assert input() == 'y'\n"
     )
@@ -180,4 +184,13 @@ def test_a_test_that_sets_a_trace_hook_and_restores_it_is_honest(tmp_path: Path)
     channel, out = run_with_channel(
         cmd, tmp_path, {"PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     )
-    assert channel.tampered == [] and channel.statuses == {"test_t.py::test_traced": "PASSED"}, out[-2000:]
+    wanted = {"test_t.py::test_wrapped": "PASSED", "test_t.py::test_traced": "PASSED"}
+    assert channel.tampered == [] and channel.statuses == wanted, out[-2000:]
+
+
+@pytest.mark.parametrize("source", [PYTEST_REPORT_PLUGIN, UNITTEST_REPORTER])
+def test_the_reporters_parse_as_python_3_5_and_define_each_name_once(source: str) -> None:
+    # they run in the instance's Python (3.5 and up in Verified images), and both include report_integrity's text
+    tree = ast.parse(source, feature_version=(3, 5))
+    names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    assert sorted(names) == sorted(set(names))

@@ -20,9 +20,12 @@ from swe_srl.grading.runner import grade
 from swe_srl.infra.recipes import instance_image
 
 CHECKED = channel.PYTEST_REPORT_PLUGIN
-UNCHECKED = CHECKED + (  # later definitions win: the checks become no-ops, the rest of the reporter is unchanged
-    "\n\ndef _integrity(where, lenient=False):\n    return None\n\n\n"
-    "def _verify(obj, name, namespace=None):\n    return None\n\n\n_OWN = _own()\n"
+UNCHECKED = (
+    CHECKED
+    + (  # later definitions win: the checks become no-ops, the rest of the reporter is unchanged
+        "\n\ndef _integrity(where, lenient=False):\n    return None\n\n\n"
+        "def _verify(obj, name, namespace=None):\n    return None\n\n\n_OWN = tuple(_own().items())\n"
+    )
 )
 
 

@@ -45,7 +45,7 @@ import gc as _gc
 
 
 def _reporters():
-    return [o for o in _gc.get_objects() if type(o) is dict and "_NONCE" in o and "_send" in o]
+    return [o for o in _gc.get_objects() if type(o) is dict and "_NONCE" in o and "_send" in o and "__name__" in o]
 """
 
 ATTACKS: dict[str, str] = {

@@ -340,12 +340,13 @@ def _integrity(where, lenient=False):
     for name, value in _SNAP["builtins"].items():
         if current.get(name) is not value:
             _report("builtins." + name + " replaced", where)
-    now = _own()
-    for name in set(now) | set(_OWN):
-        was, is_ = _OWN.get(name), now.get(name)
+    now, own = _own(), dict(_OWN)
+    for name in set(now) | set(own):
+        was, is_ = own.get(name), now.get(name)
         same = was is is_ or (type(was) is tuple and type(is_) is tuple and len(was) == len(is_)
                               and all(a is b for a, b in zip(was, is_)))
         if not same and name != "_OWN":
             _report("reporter " + ("os/sys functions" if name is None else name) + " changed", where)
 """
-"""Paste after the reporter's imports and ``_tampered``; end the reporter with ``_OWN = _own()``."""
+"""Paste after the reporter's imports and ``_tampered``; end the reporter with ``_OWN = tuple(_own().items())`` (a
+tuple: a snapshot that cannot be edited in place)."""

@@ -278,6 +278,6 @@ def pytest_sessionfinish(session):
     _send("end", str(_sent[0]))
 
 
-_OWN = _own()
+_OWN = tuple(_own().items())
 """
 PYTEST_REPORT_PLUGIN = _HEAD + INTEGRITY + _BODY

@@ -262,7 +262,7 @@ def _main():
         runpy.run_path(args[0], run_name="__main__")
 
 
-_OWN = _own()
+_OWN = tuple(_own().items())
 if __name__ == "__main__":
     _main()
 """

@@ -2,7 +2,7 @@
 
 The head (no CPUs, no sandbox slots) and the driver see ``DOCKER_HOST=unix:///nonexistent.sock``; two sandbox nodes
 (``swe_srl_sandbox: 2`` each) were started with the real engine. Through them: an SWEEnv episode on a bundled
-instance (graded on submit), the gold and empty patches' verdicts, effect rewards equal to those computed with local
+instance (graded on submit), the gold and empty patches' verdicts, a GRPO batch's effect rewards equal to those computed with local
 sandboxes on a node, a node killed mid-episode (an infrastructure error; the next episode runs on the other node),
 and a driver killed with its sandbox open (its container is removed). No container is left on any node.
 """
@@ -61,21 +61,25 @@ def instance(docker_engine):
 
 
 @pytest.fixture(scope="module")
-def fix_step(docker_engine):
-    """A train trajectory and its fix step (computed with the real engine, before the driver loses it)."""
+def fix_steps(docker_engine):
+    """Two train trajectories of different instances and their fix steps (computed with the real engine, before
+    the driver loses it)."""
     from swe_srl.benchmark.instances import load_instances
     from swe_srl.trajectories.expert_state import expert_states
     from swe_srl.trajectories.schema import read_jsonl
     from swe_srl.trajectories.scripted import default_trajectories
 
-    traj = next(iter(read_jsonl(default_trajectories(split="train"))))
-    instance = {i.instance_id: i for i in load_instances("bundled:train")}[traj.instance_id]
-    state = expert_states(traj, instance)
-    return traj, instance, state.diffs.index(state.diffs[-1])
+    instances = {i.instance_id: i for i in load_instances("bundled:train")}
+    picked = {}
+    for traj in read_jsonl(default_trajectories(split="train")):
+        if traj.instance_id not in picked and len(picked) < 2:
+            state = expert_states(traj, instances[traj.instance_id])
+            picked[traj.instance_id] = (traj, instances[traj.instance_id], state.diffs.index(state.diffs[-1]))
+    return list(picked.values())
 
 
 @pytest.fixture(scope="module")
-def cluster(docker_engine, instance, fix_step):
+def cluster(docker_engine, instance, fix_steps):
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
@@ -169,27 +173,50 @@ def test_gold_and_empty_patches_grade_as_locally(cluster, instance) -> None:
     assert gold.image["image"].startswith("swe-srl/instance:")
 
 
-def _local_effects(traj, instance, step: int, actions: list[str], root: str) -> list[float]:
-    """On a sandbox node, with its own engine: the effect values of ``actions`` (the local reference)."""
+def _batch_rewards(fix_steps, root: str) -> tuple[list[float], list[dict]]:
+    """A GRPO batch's layered rewards with the effect layer (2 instances scored in parallel, 2 completions each),
+    placed as ``$SWE_SRL_SANDBOXES`` says: run here (remote) and on a sandbox node (local there)."""
     from pathlib import Path
 
+    from swe_srl.core.actions import format_output
     from swe_srl.rewards.effect.evaluator import SandboxEffect
+    from swe_srl.rewards.trl import SRLReward
 
-    with SandboxEffect("full", root=Path(root) / "a", expert_root=Path(root) / "e") as effect:
-        return [effect.evaluate(instance, traj, step, action).value for action in actions]
+    trajs = [traj for traj, _, _ in fix_steps]
+    effect = SandboxEffect(
+        "full",
+        trajectories=trajs,
+        dataset="bundled:train",
+        root=Path(root) / "a",
+        expert_root=Path(root) / "e",
+    )
+    reward = SRLReward(mode="layered", effect_mode="full", effect=effect)
+    rows = [(traj, k, action) for traj, instance, k in fix_steps
+            for action in (traj.steps[k].action, f"echo '# not the fix' >> {instance.oracle_files[0]}")]  # fmt: skip
+    try:
+        totals = reward(
+            prompts=[""] * len(rows),
+            completions=[format_output("try", action) for _, _, action in rows],
+            expert_action=[traj.steps[k].action for traj, k, _ in rows],
+            instance_id=[traj.instance_id for traj, _, _ in rows],
+            trajectory_hash=[traj.content_hash() for traj, _, _ in rows],
+            step=[k for _, k, _ in rows],
+        )
+    finally:
+        for evaluator in [effect, *reward._evaluators.values()]:
+            evaluator.close()
+    return totals, reward.last_components
 
 
-def test_effect_rewards_equal_local_ones(cluster, fix_step, tmp_path) -> None:
+def test_effect_rewards_of_a_batch_equal_local_ones(cluster, fix_steps, tmp_path) -> None:
     from swe_srl.infra.sandbox.remote import call_on_sandbox_node
-    from swe_srl.rewards.effect.evaluator import SandboxEffect
 
-    traj, instance, k = fix_step
-    actions = [traj.steps[k].action, "ls", f"echo '# not the fix' >> {instance.oracle_files[0]}"]
-    with SandboxEffect("full", root=tmp_path / "remote", expert_root=tmp_path / "re") as effect:
-        remote = [effect.evaluate(instance, traj, k, action).value for action in actions]
-    local = call_on_sandbox_node(_local_effects, traj, instance, k, actions, str(tmp_path / "local"))
+    remote = _batch_rewards(fix_steps, str(tmp_path / "remote"))
+    local = call_on_sandbox_node(_batch_rewards, fix_steps, str(tmp_path / "local"))
     assert remote == local
-    assert remote[0] == 1.0 and remote[1] == 0.0 and 0.0 < remote[2] < 0.5
+    totals, components = remote
+    assert [c["effect"] for c in components][0::2] == [1.0, 1.0]  # the expert's own action at each fix step
+    assert all(0.0 < c["effect"] < 0.5 for c in components[1::2]) and totals[0] > totals[1]
 
 
 def test_node_lost_mid_episode_is_an_infra_error(cluster, instance) -> None:

@@ -2,10 +2,10 @@
 
 The head (no CPUs, no sandbox slots) and the driver see ``DOCKER_HOST=unix:///nonexistent.sock``; two sandbox nodes
 (``swe_srl_sandbox: 2`` each) were started with the real engine. Through them: an SWEEnv episode on a bundled
-instance (graded on submit), the gold and empty patches' verdicts, a GRPO batch's effect rewards equal to those computed with local
-sandboxes on a node, a node killed mid-episode (an infrastructure error; the next episode runs on the other node),
-and a driver killed with its sandbox open (its container is removed). No container is left on any node.
-"""
+instance (graded on submit), the gold and empty patches' verdicts, a GRPO batch's effect rewards equal to those
+computed with local sandboxes on a node, a node killed mid-episode (an infrastructure error; the next episode runs
+on the other node), and a driver killed with its sandbox open (its container is removed). No container is left on
+any node."""
 
 from __future__ import annotations
 

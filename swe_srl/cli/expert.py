@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -11,10 +12,10 @@ from swe_srl.benchmark.instances import load_instances
 from swe_srl.cli.infra import IMAGE_SOURCE_HELP
 from swe_srl.core.shells import check_shell
 from swe_srl.env.debug_shell import open_shell
-from swe_srl.errors import TaskError, TrajectoryFormatError
+from swe_srl.errors import ConfigError, TaskError, TrajectoryFormatError
 from swe_srl.eval.replay import render_table, replay, replay_rows_text
 from swe_srl.infra.executor import Task, make_executor
-from swe_srl.infra.sandbox.placement import SANDBOXES_HELP, select_sandboxes
+from swe_srl.infra.sandbox.placement import SANDBOXES_ENV, SANDBOXES_HELP, sandbox_address, select_sandboxes
 from swe_srl.infra.sources import select_image_source
 from swe_srl.paths import atomic_write_text
 from swe_srl.trajectories.importers import import_trajectories
@@ -113,6 +114,9 @@ def shell_cmd(
 ) -> None:
     """Interactive bash in the episode's container; the container is removed on exit or Ctrl-C."""
 
+    if sandbox_address() is not None:  # the terminal attaches to a container of this machine's engine
+        raise ConfigError(f"swe-srl shell runs its container here: unset ${SANDBOXES_ENV} (it says "
+                          f"{os.environ[SANDBOXES_ENV]!r}) or set it to local")  # fmt: skip
     select_image_source(image_source)
     traj = _trajectory(trajectory, None, instance_id)[0] if trajectory else None
     code = open_shell(_instance(dataset, instance_id), trajectory=traj, step=step, repos_dir=repos_dir)

@@ -49,7 +49,7 @@ def start_sandbox(
     """A started ``episode`` sandbox of ``instance`` under ``limits`` (episode budget + :data:`SANDBOX_GRACE_S`),
     running commands in ``shell`` (``core/shells.py``)."""
     limits = replace(limits, episode_timeout_s=limits.episode_timeout_s + SANDBOX_GRACE_S)
-    if warm_pool is not None and sandbox_address() is None:
+    if warm_pool is not None and sandbox_address() is None:  # remote sandboxes start on their node, unpooled
         image = instance_image(instance, repos_dir=repos_dir)
         spec = sandbox_spec(
             image, profile="episode", base_commit=instance.base_commit, limits=limits, shell=shell

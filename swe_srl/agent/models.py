@@ -1,23 +1,19 @@
-"""Model policies: a local HF causal LM and a model behind an OpenAI-compatible server (see ``policies.Policy``)."""
+"""Model policies: a local HF causal LM, and a model behind an OpenAI-compatible server (``served.py``, re-exported
+here) (see ``policies.Policy``)."""
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swe_srl.agent.served import MAX_CONCURRENT_REQUESTS, OpenAIPolicy, context_overflow  # noqa: F401 (re-exported)
 from swe_srl.core.actions import THINK_OPEN
 from swe_srl.core.view import PLAIN, PlainView
-from swe_srl.errors import ContextOverflow, PolicyError
+from swe_srl.errors import PolicyError
 
 if TYPE_CHECKING:
-    import openai
-
     from swe_srl.benchmark.instances import Instance
 
 Messages = list[dict[str, str]]
@@ -164,137 +160,3 @@ class HFPolicy:
             THINK_OPEN + t if p.rstrip().endswith(THINK_OPEN) else t
             for p, t in zip(prompts, texts, strict=True)
         ]
-
-
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-MAX_CONCURRENT_REQUESTS = 64
-"""Requests in flight to one server from one process: SWE-RL's ``--max_concurrent_requests`` and its default."""
-_TOO_LONG = re.compile(
-    r"context length|context window|too long|too many tokens|exceeds? the|max_model_len", re.I
-)
-
-
-def context_overflow(status: int, detail: str) -> ContextOverflow | None:
-    """The server's answer as a context overflow: HTTP 413, or 400 (or any status) whose message says the prompt
-    is too long; with the token counts vLLM-style messages give (``maximum context length is N tokens``,
-    ``M in the messages``)."""
-    if (
-        status != 413
-        and not (status == 400 and _TOO_LONG.search(detail))
-        and "maximum context length" not in detail
-    ):
-        return None
-    context = re.search(r"maximum context length is (\d+)", detail)
-    prompt = re.search(
-        r"(\d+) (?:tokens )?in the messages|prompt \(?(?:contains|has|is)? ?(\d+) tokens", detail
-    )
-    prompt_tokens = next((int(g) for g in prompt.groups() if g), None) if prompt else None
-    return ContextOverflow(f"the server reports the prompt over the model's context (HTTP {status}: {detail[:200]})",
-                           prompt_tokens, int(context.group(1)) if context else None)  # fmt: skip
-
-
-_SERVED: dict[tuple[str, str, float, int], tuple[openai.OpenAI, threading.BoundedSemaphore]] = {}  # served()
-_SERVED_LOCK = threading.Lock()
-
-
-def served(
-    base_url: str, api_key: str, timeout_s: float, max_concurrent: int
-) -> tuple[openai.OpenAI, threading.BoundedSemaphore]:
-    """The process's one ``openai.OpenAI`` client of a server (its connection pool) and the semaphore of its
-    ``max_concurrent`` request slots, shared by every policy of the process (eval makes one per episode), as
-    SWE-RL shares one ``OpenAIClient`` and one ``asyncio.Semaphore`` over all its requests. (``openai`` is
-    imported here, not with the module: 0.6 s that only a served model's run pays.)"""
-    import openai
-
-    key = (base_url, api_key, timeout_s, max_concurrent)
-    with _SERVED_LOCK:
-        if key not in _SERVED:
-            client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
-            _SERVED[key] = (client, threading.BoundedSemaphore(max_concurrent))
-        return _SERVED[key]
-
-
-class OpenAIPolicy:
-    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint (vLLM, SGLang, ...), called through the
-    ``openai`` package as SWE-RL's ``utils/api.py`` calls it.
-
-    Transient failures (connection refused or reset, timeouts, 408/409/429/5xx) are retried with exponential
-    backoff; other HTTP errors fail at once with the server's message; a prompt over the model's context is a
-    :class:`~swe_srl.errors.ContextOverflow`. The policies of one process share a client per server and at most
-    ``max_concurrent`` requests in flight to it (:func:`served`).
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str | None = None,
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        timeout_s: float = 600.0,
-        retries: int = 4,
-        backoff_s: float = 1.0,
-        max_concurrent: int = MAX_CONCURRENT_REQUESTS,
-    ) -> None:
-        if max_concurrent < 1:
-            raise PolicyError(f"max_concurrent={max_concurrent}: need at least one request in flight")
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.api_key = api_key or os.environ.get("OPENAI_API_KEY", "EMPTY")
-        self.max_tokens, self.temperature = max_tokens, temperature
-        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
-        self.max_concurrent = max_concurrent
-        self.name = f"openai:{model}"
-        self.last_usage: dict[str, int] = {}
-        """The server's ``usage`` report of the last call (prompt/completion tokens), when it sends one."""
-        self.last_finish_reason: str | None = None
-
-    def reset(self, instance: Instance) -> None:
-        pass
-
-    def generate(self, messages: Messages) -> str:
-        body = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens}
-        body["temperature"] = self.temperature
-        payload = self._create(body)
-        try:
-            usage = payload.get("usage")
-            self.last_usage = dict(usage) if isinstance(usage, dict) else {}
-            self.last_finish_reason = payload["choices"][0].get("finish_reason")
-            return payload["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise PolicyError(
-                f"{self.base_url}/chat/completions: unexpected response {str(payload)[:300]!r}"
-            ) from None
-
-    def _create(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``chat.completions.create`` with our retries (the client's own are off), each attempt holding one of
-        the server's request slots (none while it backs off); the reply as the server sent it (a dict)."""
-        import openai
-
-        client, slots = served(self.base_url, self.api_key, self.timeout_s, self.max_concurrent)
-        url = f"{self.base_url}/chat/completions"
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-            try:
-                with slots:
-                    return client.chat.completions.create(**body).to_dict()
-            except openai.APIStatusError as exc:
-                status, detail = exc.status_code, exc.response.text[:500]
-                if overflow := context_overflow(status, detail):
-                    raise overflow from None
-                if status not in RETRY_STATUS:
-                    raise PolicyError(
-                        f"{url} answered HTTP {status}: {detail} (check --model {self.model!r} and --base-url)"
-                    ) from None
-                last = f"HTTP {status}: {detail}"
-            except openai.APIConnectionError as exc:  # refused, reset, timed out (APITimeoutError)
-                last = f"{exc.message} {exc.__cause__ or ''}".strip()
-            except json.JSONDecodeError as exc:
-                raise PolicyError(f"{url} answered with invalid JSON: {exc}") from None
-        raise PolicyError(
-            f"OpenAI-compatible server at {self.base_url} is unreachable after {self.retries + 1} attempts ({last}); "
-            "start it (e.g. `vllm serve MODEL`) or fix --base-url"
-        )

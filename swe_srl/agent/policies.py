@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from swe_srl.agent.models import MAX_CONCURRENT_REQUESTS, HFPolicy, Messages, OpenAIPolicy
+from swe_srl.agent.models import HFPolicy, Messages
+from swe_srl.agent.served import MAX_CONCURRENT_REQUESTS, OpenAIPolicy
 from swe_srl.core.actions import SUBMIT, format_output, is_submit
 from swe_srl.errors import ConfigError, PolicyError
 from swe_srl.trajectories.schema import read_jsonl
@@ -272,7 +273,7 @@ def make_policy(
 ) -> Policy:
     """Build a policy from its CLI spec (:data:`POLICY_SPECS`; checked by :func:`check_policy_spec`); ``view_for``:
     an ``hf:`` policy's view (:class:`~swe_srl.agent.models.HFPolicy`); ``max_concurrent_requests``: an ``openai``
-    policy's bound on the requests this process has in flight to its server."""
+    policy's bound on the requests this machine has in flight to its server."""
     check_policy_spec(spec, base_url=base_url, model=model)
     kind, _, arg = spec.partition(":")
     if kind == "gold":

@@ -33,7 +33,7 @@ def eval_cmd(
     policy: str = typer.Option(..., metavar="SPEC", rich_help_panel=MODEL, help=POLICY_SPECS),
     base_url: str = typer.Option(None, metavar="URL", rich_help_panel=MODEL, help="OpenAI-compatible server, e.g. http://localhost:8000/v1"),
     model: str = typer.Option(None, metavar="NAME", rich_help_panel=MODEL, help="model name on the server (--policy openai)"),
-    max_concurrent_requests: int = typer.Option(64, min=1, metavar="N", rich_help_panel=MODEL, help="--policy openai: requests in flight to the server at most, per process"),
+    max_concurrent_requests: int = typer.Option(64, min=1, metavar="N", rich_help_panel=MODEL, help="--policy openai: requests in flight to the server at most (all runs on this machine)"),
     max_new_tokens: int = typer.Option(None, metavar="N", rich_help_panel=MODEL, help=f"tokens per output (default: 1024 for agent, {ONE_SHOT_MAX_NEW_TOKENS} for oracle-edit/agentless)"),
     temperature: float = typer.Option(0.0, metavar="T", rich_help_panel=MODEL, help="sampling temperature (0 = greedy)"),
     dataset: str = typer.Option("bundled:test", metavar="DATA", rich_help_panel=DATA, help="bundled[:train|:dev|:test], .jsonl/.parquet or HF id"),

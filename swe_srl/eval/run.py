@@ -13,10 +13,10 @@ record (trajectory and log included). The driver writes every result as it arriv
 
 Resume: a rerun skips instances whose ``results/<id>.json`` holds a verdict; infra/policy errors and instances that
 were in flight when the run was stopped (Ctrl-C, SIGTERM: recorded as ``interrupted``) are run again. Stopping
-ends the workers at once (their sandboxes are closed) instead of waiting for the episodes in flight. Worker layout: scripted policies run one episode per spawned process (``--workers N``) or per Ray
+ends the workers at once (their sandboxes are closed) instead of waiting for the episodes in flight. Worker layout: scripted and served policies run one episode per spawned process (``--workers N``) or per Ray
 task; an in-process HF model runs in threads (``LocalExecutor(processes=False)``) sharing one loaded copy per
-process, and on Ray each worker process keeps its copy for the tasks it runs (see :func:`policy_for`); a served
-model runs in threads too, sharing one client and its ``max_concurrent_requests`` (``agent.models.served``).
+process, and on Ray each worker process keeps its copy for the tasks it runs (see :func:`policy_for`). A served
+model's requests in flight are bounded on each machine (``--max-concurrent-requests``, ``agent.served``).
 
 ``direct=True`` (gold/empty only) grades the patch without an episode: ``swe-srl tasks validate`` uses it to check
 the tasks and the harness independently of the agent stack, with one container per instance instead of two.
@@ -169,10 +169,9 @@ def _path(value: str | Path | None) -> Path | None:
 
 
 def make_eval_executor(settings: EvalSettings, workers: int, ray: str | None):
-    """Ray when asked; locally, spawned processes, or threads for an in-process HF model (one copy in memory) and
-    a served one (one bound on the requests in flight, as SWE-RL's one process)."""
+    """Ray when asked; locally, spawned processes, or threads for an in-process HF model (one copy in memory)."""
 
-    if not ray and (settings.in_process_model or settings.policy.partition(":")[0] == "openai"):
+    if not ray and settings.in_process_model:
         return LocalExecutor(workers, processes=False)
     return make_executor(ray, workers)
 

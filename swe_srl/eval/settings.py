@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from swe_srl.agent.models import MAX_CONCURRENT_REQUESTS
 from swe_srl.agent.policies import default_max_steps
+from swe_srl.agent.served import MAX_CONCURRENT_REQUESTS
 from swe_srl.core.shells import PERSISTENT, check_shell
 from swe_srl.errors import ConfigError
 from swe_srl.eval.protocols.oneshot import REPAIR_INPUT_TOKENS, check_protocol
@@ -27,7 +27,7 @@ class EvalSettings:
     base_url: str | None = None
     model: str | None = None
     max_concurrent_requests: int = MAX_CONCURRENT_REQUESTS
-    """``openai``: requests in flight to the server from one process at most (SWE-RL's ``--max_concurrent_requests``)."""
+    """``openai``: requests in flight to the server from this machine at most (SWE-RL's ``max_concurrent_requests``)."""
     max_steps: int | None = None
     """Policy calls per episode; None: ``agent.policies.default_max_steps`` (50; a replay's longest trajectory)."""
     episode_timeout_s: float = 1800.0

@@ -1,10 +1,14 @@
 """The ``openai`` policy through the ``openai`` package against a local OpenAI-compatible server (tests/chat_stub):
-requests in flight bounded per process over every policy and eval worker, as SWE-RL bounds them; transient failures
-(timeouts, 5xx) retried, client errors not; a prompt over the context and bad replies as before the package."""
+requests in flight bounded on the machine over every policy, thread and eval worker process (a killed holder frees
+its slot), as SWE-RL bounds its one process; transient failures (timeouts, 5xx) retried, client errors not; a
+prompt over the context and bad replies as before the package."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,9 +16,9 @@ import pytest
 from chat_stub import serving
 from git_instance import git_instance
 
-from swe_srl.agent.models import OpenAIPolicy
+from swe_srl.agent.served import OpenAIPolicy, request_slot
 from swe_srl.errors import ConfigError, ContextOverflow, PolicyError
-from swe_srl.eval.run import evaluate
+from swe_srl.eval.run import evaluate, policy_for
 from swe_srl.eval.settings import EvalSettings
 
 HI = [{"role": "user", "content": "say hi"}]
@@ -40,7 +44,7 @@ def _all_at_once(url: str, calls: int, max_concurrent: int) -> list[str]:
 
 
 @pytest.mark.parametrize("bound", [2, 6])
-def test_requests_in_flight_are_bounded_over_the_policies_of_a_process(bound: int) -> None:
+def test_requests_in_flight_are_bounded_over_the_policies_and_threads(bound: int) -> None:
     with serving(lambda request: "hi", hold=lambda request: 0.3) as stub:
         assert _all_at_once(stub.url, 6, bound) == ["hi"] * 6
     assert (
@@ -48,15 +52,52 @@ def test_requests_in_flight_are_bounded_over_the_policies_of_a_process(bound: in
     )  # 6: the server itself takes them all at once
 
 
-def test_eval_workers_share_the_bound(tmp_path: Path) -> None:
-    base = git_instance(tmp_path / "repo")
-    instances = [replace(base, instance_id=f"o__r-{k}") for k in range(5)]
-    with serving(lambda request: FIX, usage=True, hold=lambda request: 0.3) as stub:
+ASK = "from swe_srl.agent.served import OpenAIPolicy\nprint(OpenAIPolicy({url!r}, 'm', max_concurrent=2).generate([]))"
+
+
+def test_processes_share_the_bound() -> None:
+    # eval's spawned workers, another run, a Ray node's workers: separate processes on one machine
+    with serving(lambda request: "hi", hold=lambda request: 0.5) as stub:
+        asking = [subprocess.Popen([sys.executable, "-c", ASK.format(url=stub.url)], stdout=subprocess.PIPE, text=True)
+                  for _ in range(4)]  # fmt: skip
+        assert [proc.communicate(timeout=60)[0].strip() for proc in asking] == ["hi"] * 4
+    assert len(stub.requests) == 4 and stub.max_in_flight == 2
+
+
+def test_eval_gives_its_bound_to_every_episode(tmp_path: Path) -> None:
+    instance = git_instance(tmp_path / "repo")
+    with serving(lambda request: FIX, usage=True) as stub:
         settings = EvalSettings("openai", base_url=stub.url, model="m", protocol="oracle-edit", no_grade=True,
-                                max_concurrent_requests=2)  # fmt: skip
-        report = evaluate(settings, instances, tmp_path / "out", workers=4)
-    assert report["statuses"] == {"generated": 5} and report["errors"] == []
-    assert len(stub.requests) == 5 and stub.max_in_flight == 2
+                                max_concurrent_requests=3)  # fmt: skip
+        assert policy_for(settings).max_concurrent == 3
+        report = evaluate(settings, [instance, replace(instance, instance_id="o__r-2")], tmp_path / "out")
+    assert report["statuses"] == {"generated": 2} and len(stub.requests) == 2
+
+
+def test_a_killed_holder_frees_its_slot() -> None:
+    url = "http://127.0.0.1:9/v1"  # nothing is asked: only the slot is held
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom swe_srl.agent.served import request_slot\n"
+         f"with request_slot({url!r}, 1):\n    print('held', flush=True)\n    time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        taken = threading.Event()
+
+        def take() -> None:
+            with request_slot(url, 1):
+                taken.set()
+
+        waiter = threading.Thread(target=take, daemon=True)
+        waiter.start()
+        assert not taken.wait(0.5)  # the slot is held in another process
+        started = time.monotonic()
+        holder.kill()
+        assert taken.wait(10) and time.monotonic() - started < 2
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
 
 
 def test_a_bound_under_one_is_refused() -> None:

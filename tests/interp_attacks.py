@@ -158,6 +158,38 @@ class _Finder:
         return _iu.spec_from_file_location(name, spec.origin, loader=_Loader(spec.origin))
 _sy.meta_path.insert(0, _Finder())
 """,
+    # how the runner runs each test replaced once the tests are collected: pytest items' runtest set on the items,
+    # unittest's TestCase.run on the test classes (sympy's runner has no such object); then the hook is gone
+    "test runs replaced through a profile hook": """
+import sys as _sy
+
+
+def _passing_run(self, result=None):
+    result.addSuccess(self)
+
+
+def _cases(suite):
+    for test in getattr(suite, "_tests", ()):
+        if hasattr(test, "_testMethodName"):
+            yield test
+        else:
+            for case in _cases(test):
+                yield case
+
+
+def _profile(frame, event, arg):
+    if event != "call":
+        return
+    if frame.f_code.co_name == "pytest_runtestloop":
+        for item in frame.f_locals["session"].items:
+            item.runtest = lambda: None
+        _sy.setprofile(None)
+    elif frame.f_code.co_name == "run" and hasattr(frame.f_locals.get("self"), "_tests"):
+        for case in _cases(frame.f_locals["self"]):
+            type(case).run = _passing_run
+        _sy.setprofile(None)
+_sy.setprofile(_profile)
+""",
     "builtins replaced": """
 import builtins as _bi
 _isinstance = _bi.isinstance
@@ -199,6 +231,10 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "test code replaced": "test replaced",
     # seen as the tests replaced where a test module is imported after the package, else as the hook itself
     "test modules compiled without asserts by an import hook": ("test replaced", "sys.meta_path entry added"),
+    "test runs replaced through a profile hook": (
+        "test replaced",
+        "success reported for a test that never started",
+    ),
     "builtins replaced": "builtins.isinstance replaced",
     "os.write rewrites the records": "reporter os/sys functions changed",
     "reporter function code replaced": "reporter _",

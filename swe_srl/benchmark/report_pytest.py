@@ -209,6 +209,9 @@ def pytest_runtest_call(item):
     else:
         return
     reason = _verify(obj, name, namespace)
+    shadowed = [k for k, v in vars(item).items() if callable(v) and not k.startswith("_") and hasattr(type(item), k)]
+    if shadowed:  # item.runtest = ...: the item's own methods replaced on the instance
+        reason = reason or "its " + ", ".join(sorted(shadowed)) + " replaced on the item"
     if reason:
         _tampered("test replaced: " + item.nodeid + ": " + reason)
 

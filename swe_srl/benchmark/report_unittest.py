@@ -50,6 +50,7 @@ _said = set()
 _watched = []
 _depth = [0]
 _current = [None]
+_started = set()
 
 
 def _send(*words):
@@ -143,6 +144,8 @@ def _hook_unittest():
             _check(str(test))
             if name == "addSuccess" and getattr(getattr(test, "_outcome", None), "success", True) is False:
                 _tampered("success reported for a failed outcome: " + str(test))
+            elif name == "addSuccess" and id(test) not in _started:  # TestCase.run replaced: no startTest
+                _tampered("success reported for a test that never started: " + str(test))
             elif name == "addSubTest":
                 if args[-1] is not None:
                     _record("FAILED", *_keys(test))
@@ -162,6 +165,7 @@ def _hook_unittest():
     def startTest(self, test):
         _check(str(test))
         _verify_test(test)
+        _started.add(id(test))
         return start_test(self, test)
 
     def startTestRun(self):

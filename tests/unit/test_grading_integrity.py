@@ -150,7 +150,8 @@ CASES = [
     (runner, attack)
     for runner in ("pytest", "unittest", "sympy")
     for attack in ATTACKS
-    if not (runner == "sympy" and "import hook" in attack)  # sympy's runner compiles its test files itself
+    # sympy's runner compiles its test files itself, and calls each test function itself
+    if not (runner == "sympy" and ("import hook" in attack or "test runs" in attack))
 ]
 
 
@@ -159,12 +160,20 @@ def test_an_attack_from_the_package_is_reported(tmp_path: Path, runner: str, att
     channel, out = run(tmp_path, runner, attack)
     failing, _ = IDS[runner]
     expected = (
-        EXPECTED[attack]
-        if attack != "test modules compiled without asserts by an import hook"
-        else "test replaced"
+        EXPECTED[attack] if isinstance(EXPECTED[attack], str) else EXPECTED[attack][runner == "unittest"]
     )
+    if "import hook" in attack:  # a test module is imported after the package here
+        expected = "test replaced"
     assert any(t.startswith(expected) for t in channel.tampered), (channel.tampered, out[-2000:])
-    if attack in ("tests swapped by a profile hook", "test code replaced"):
+    swapped = (
+        "tests swapped by a profile hook",
+        "test code replaced",
+        "test runs replaced through a profile hook",
+    )
+    if attack in swapped and (runner, attack) != (
+        "unittest",
+        swapped[2],
+    ):  # there the success is not recorded
         assert channel.statuses.get(failing) == "PASSED"  # the attack works: only the check sees it
 
 

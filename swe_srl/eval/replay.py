@@ -18,6 +18,7 @@ from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import format_output
 from swe_srl.infra.sandbox.enforcement import unlimited_note
 from swe_srl.infra.sandbox.factory import open_sandbox
+from swe_srl.infra.sandbox.placement import sandbox_address
 from swe_srl.rewards import score_output
 from swe_srl.trajectories.expert_state import ExpertState, replay_steps, save_state
 from swe_srl.trajectories.schema import Trajectory
@@ -106,7 +107,7 @@ def replay_rows_text(traj: Trajectory, rows: list[ReplayRow]) -> str:
     for row in rows:
         record = {"instance_id": traj.instance_id, **asdict(row)}
         del record["observation"]
-        if note := unlimited_note():
+        if sandbox_address() is None and (note := unlimited_note()):  # remote: its node checked its limits
             record["unlimited_sandboxes"] = note
         lines.append(json.dumps(record) + "\n")
     return "".join(lines)

@@ -57,6 +57,7 @@ from swe_srl.grading.timeouts import log_tail
 from swe_srl.infra.executor import LocalExecutor, Task, TaskFailed, make_executor
 from swe_srl.infra.sandbox.base import Limits
 from swe_srl.infra.sandbox.enforcement import require_enforced, unlimited_note
+from swe_srl.infra.sandbox.placement import sandbox_address
 
 _POLICIES: dict[tuple, Any] = {}
 _POLICIES_LOCK = threading.Lock()
@@ -159,7 +160,7 @@ def eval_instance(instance: Instance, settings: EvalSettings, patch: str | None 
     if record["trajectory"] is not None:
         record["trajectory"]["resolved"] = record["status"] == "resolved"
     record["wall_s"] = round(time.monotonic() - started, 3)
-    if not settings.no_grade and (note := unlimited_note()):
+    if not settings.no_grade and sandbox_address() is None and (note := unlimited_note()):
         record["unlimited_sandboxes"] = note
     return record
 
@@ -232,7 +233,8 @@ def evaluate(
             progress(records[key])
 
     if todo:
-        if not settings.no_grade:  # --no-grade starts no sandbox and needs no engine
+        # --no-grade starts no sandbox and needs no engine; remote sandbox nodes checked theirs (swe-srl worker)
+        if not settings.no_grade and sandbox_address() is None:
             # before any work: refused where the engine would drop the sandboxes' limits
             require_enforced()
             if note := unlimited_note():

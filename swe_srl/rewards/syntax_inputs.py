@@ -152,8 +152,8 @@ class StepInputs:
             print(why, file=sys.stderr)
 
     def _engine(self) -> bool:
-        if self._docker is None:
-            self._docker = engine_answers()
+        if self._docker is None:  # remote sandboxes: the sandbox nodes' engines answer for the images
+            self._docker = sandbox_address() is not None or engine_answers()
             if not self._docker:
                 self._fall_back(NO_DOCKER)
         return self._docker

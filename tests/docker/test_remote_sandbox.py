@@ -173,7 +173,7 @@ def test_gold_and_empty_patches_grade_as_locally(cluster, instance) -> None:
     assert gold.image["image"].startswith("swe-srl/instance:")
 
 
-def _batch_rewards(fix_steps, root: str) -> tuple[list[float], list[dict]]:
+def _batch_rewards(fix_steps, root: str) -> tuple[list[float], list[dict], str | None]:
     """A GRPO batch's layered rewards with the effect layer (2 instances scored in parallel, 2 completions each),
     placed as ``$SWE_SRL_SANDBOXES`` says: run here (remote) and on a sandbox node (local there)."""
     from pathlib import Path
@@ -205,7 +205,7 @@ def _batch_rewards(fix_steps, root: str) -> tuple[list[float], list[dict]]:
     finally:
         for evaluator in [effect, *reward._evaluators.values()]:
             evaluator.close()
-    return totals, reward.last_components
+    return totals, reward.last_components, reward.syntax_fallback
 
 
 def test_effect_rewards_of_a_batch_equal_local_ones(cluster, fix_steps, tmp_path) -> None:
@@ -214,7 +214,10 @@ def test_effect_rewards_of_a_batch_equal_local_ones(cluster, fix_steps, tmp_path
     remote = _batch_rewards(fix_steps, str(tmp_path / "remote"))
     local = call_on_sandbox_node(_batch_rewards, fix_steps, str(tmp_path / "local"))
     assert remote == local
-    totals, components = remote
+    totals, components, fallback = remote
+    assert (
+        fallback is None
+    )  # the syntax layer read the image's executables (through a node), not the defaults
     assert [c["effect"] for c in components][0::2] == [1.0, 1.0]  # the expert's own action at each fix step
     assert all(0.0 < c["effect"] < 0.5 for c in components[1::2]) and totals[0] > totals[1]
 

@@ -22,13 +22,7 @@ from swe_srl.benchmark.instances import load_instances
 from swe_srl.core.actions import Completion, is_submit, parse_output
 from swe_srl.core.patches import clean_patch
 from swe_srl.core.shells import PERSISTENT, check_shell
-from swe_srl.env.reset import (
-    episode_shell,
-    find_instance,
-    read_oracle_files,
-    reset_messages,
-    start_sandbox,
-)
+from swe_srl.env.reset import episode_shell, find_instance, read_oracle_files, reset_messages, start_sandbox
 from swe_srl.env.step_reward import ExpertStepReward
 from swe_srl.env.text import (
     ACTION_MAX_CHARS,

@@ -98,7 +98,7 @@ class StepInputs:
         """Register ``traj`` under its content hash, with the steps decomposition keeps (so sample steps match)."""
         steps = executed_steps(traj)
         self._trajectories[traj.content_hash()] = Trajectory(
-            traj.instance_id, traj.problem, steps, traj.patch
+            traj.instance_id, traj.problem, steps, traj.patch, shell=traj.shell
         )
 
     def instance(self, instance_id: str) -> Instance:

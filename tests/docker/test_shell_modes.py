@@ -123,6 +123,21 @@ def test_effect_of_an_action_runs_fresh(mini_run, tmp_path) -> None:
     assert stale.exit_code != 0 and stale.tree != fresh.tree
 
 
+def test_effect_reward_of_a_located_step_keeps_the_shell(mini_run, tmp_path) -> None:
+    """As training calls it (a StepContext naming the trajectory by hash): the located trajectory is still
+    per-action, so another action with the expert's effect at the edit step is identical to it."""
+    from swe_srl.rewards.context import StepContext
+    from swe_srl.rewards.effect.evaluator import SandboxEffect
+
+    instance, traj, _, edit = mini_run
+    with SandboxEffect(
+        "full", trajectories=[traj], instances=[instance], root=tmp_path, expert_root=tmp_path
+    ) as ev:
+        ctx = StepContext(edit, f"true && {edit}", instance_id=instance.instance_id,
+                          trajectory_hash=traj.content_hash(), step=2)  # fmt: skip
+        assert ev(ctx) == 1.0 and ev.last.identical
+
+
 def test_env_option_and_prompt(mini_run) -> None:
     """SweSrl-v0's `shell` option: the prompt says so, `cd` does not carry over; the default is unchanged."""
     import gymnasium

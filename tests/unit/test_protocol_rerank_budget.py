@@ -23,6 +23,7 @@ from swe_srl.eval.protocols.normalize import (
 )
 from swe_srl.eval.protocols.oneshot import run_protocol
 from swe_srl.eval.protocols.prompts import is_localization
+from swe_srl.eval.protocols.published import protocol_line, protocol_summary
 from swe_srl.eval.protocols.samples import repair_plan
 from swe_srl.eval.settings import EvalSettings
 
@@ -108,6 +109,8 @@ def test_the_budget_is_counted_with_the_tokenizer_given_or_the_served_models(
                 == "left pkg/core.py out of the repair prompt: over its input budget"
             )
             assert stub.requests[-1]["messages"][-1]["content"].count("return a - b") == 1
+        summary = protocol_summary([{"instance_id": "a", "protocol": episode["protocol"]}])
+        assert protocol_line(summary).endswith(f"; input budget counted with tokenizer {tokenizer_dir}")
         episode = run_protocol(instance, served, OpenAIPolicy(stub.url, "m"))  # nothing loads: the estimate
         assert episode["protocol"]["input_budget"]["counted_with"] == ESTIMATE
     with pytest.raises(ConfigError, match="--tokenizer '/nonexistent/tok': cannot load a tokenizer"):

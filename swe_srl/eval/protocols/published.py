@@ -28,7 +28,8 @@ def published(protocol: str) -> dict[str, Any] | None:
 
 
 def protocol_summary(records: list[dict]) -> dict[str, Any]:
-    """Tokens per instance and in all, instances with a truncated generation, reasons of empty patches."""
+    """Tokens per instance and in all, instances with a truncated generation, reasons of empty patches, what
+    counted the repair input budget (instances per counter)."""
     runs = {r["instance_id"]: r["protocol"] for r in records if r.get("protocol")}
     tokens = {iid: [p["prompt_tokens"], p["completion_tokens"]] for iid, p in runs.items()}
     counted = [t for t in tokens.values() if None not in t]
@@ -38,6 +39,9 @@ def protocol_summary(records: list[dict]) -> dict[str, Any]:
         "tokens_per_instance": tokens,
         "truncated_instances": sorted(iid for iid, p in runs.items() if p["truncated"]),
         "empty_patch_reasons": dict(Counter(_kind(p["reason"]) for p in runs.values() if p["reason"])),
+        "input_budget_counted_with": dict(
+            Counter(p["input_budget"]["counted_with"] for p in runs.values() if p.get("input_budget"))
+        ),
     }
 
 
@@ -71,4 +75,6 @@ def protocol_line(summary: dict[str, Any]) -> str:
     )
     reasons = ", ".join(f"{k} ×{n}" for k, n in summary["empty_patch_reasons"].items()) or "none"
     cut = len(summary["truncated_instances"])
-    return f"tokens: {tokens}; instances with a generation cut at the budget: {cut}; empty patches: {reasons}"
+    line = f"tokens: {tokens}; instances with a generation cut at the budget: {cut}; empty patches: {reasons}"
+    counters = summary.get("input_budget_counted_with") or {}
+    return line + "".join(f"; input budget counted with {c.split(' (')[0]}" for c in counters)

@@ -14,6 +14,7 @@ from swe_srl.agent.loop import run_episode
 from swe_srl.agent.policies import ScriptedPolicy, gold_patch_outputs
 from swe_srl.benchmark.instances import load_instances
 from swe_srl.infra.sandbox.placement import SANDBOXES_HELP, select_sandboxes
+from swe_srl.infra.sandbox.remote import ensure_reachable
 
 env_app = typer.Typer(help="The Gymnasium environment (SweSrl-v0).", no_args_is_help=True)
 
@@ -29,6 +30,7 @@ def demo(
     """Fix a task with its gold patch (heredoc + git apply), run pytest, submit: prints every step and reward."""
 
     select_sandboxes(sandboxes)
+    ensure_reachable()
     console = Console()
     instances = load_instances(dataset)
     instance = (

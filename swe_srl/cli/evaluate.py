@@ -22,6 +22,7 @@ from swe_srl.eval.report import summary_tables
 from swe_srl.eval.run import evaluate
 from swe_srl.eval.settings import EvalSettings
 from swe_srl.infra.sandbox.placement import SANDBOXES_HELP, select_sandboxes
+from swe_srl.infra.sandbox.remote import ensure_reachable
 from swe_srl.infra.sources import select_image_source
 from swe_srl.train.tiny.slots import view_of
 
@@ -67,6 +68,7 @@ def eval_cmd(
 
     select_image_source(image_source)
     select_sandboxes(sandboxes)
+    ensure_reachable()
     if strict_grading:  # for this process and the workers it spawns, as --image-source
         os.environ[STRICT_ENV] = "1"
     console = Console()

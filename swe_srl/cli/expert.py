@@ -16,6 +16,7 @@ from swe_srl.errors import ConfigError, TaskError, TrajectoryFormatError
 from swe_srl.eval.replay import render_table, replay, replay_rows_text
 from swe_srl.infra.executor import Task, make_executor
 from swe_srl.infra.sandbox.placement import SANDBOXES_ENV, SANDBOXES_HELP, sandbox_address, select_sandboxes
+from swe_srl.infra.sandbox.remote import ensure_reachable
 from swe_srl.infra.sources import select_image_source
 from swe_srl.paths import atomic_write_text
 from swe_srl.trajectories.importers import import_trajectories
@@ -65,6 +66,7 @@ def generate(
     shell = check_shell(shell, "--shell")
 
     select_sandboxes(sandboxes)
+    ensure_reachable()
     instances = load_instances(dataset)
     if ray or workers > 1:  # one task per instance; per-instance seeds: same result as sequential
         kwargs = {"seed": seed, "repos_dir": repos_dir, "progress": False, "shell": shell}
@@ -95,6 +97,7 @@ def replay_cmd(
     """Replay trajectories in the sandbox: exit codes, self-rewards, observation matches."""
 
     select_sandboxes(sandboxes)
+    ensure_reachable()
     console, lines = Console(), []
     for trajectory in _trajectory(traj, index, instance_id):
         rows = replay(trajectory, _instance(dataset, trajectory.instance_id), repos_dir=repos_dir)

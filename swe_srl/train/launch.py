@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.infra.sandbox.placement import select_sandboxes
+from swe_srl.infra.sandbox.remote import ensure_reachable
 from swe_srl.paths import atomic_write_text
 from swe_srl.train.card import data_facts, model_card
 from swe_srl.train.config import TrainConfig, start_of
@@ -57,6 +58,7 @@ def run_method(config: TrainConfig, *, console=None, command: str | None = None)
     if config.method == "sft":
         return run_sft(config, console=console, command=command)
     select_sandboxes(config.sandboxes)  # where the effect layer's and RLVR's sandboxes run
+    ensure_reachable()
     check_fits(config)  # on CUDA: the memory plan before any weights load
     shard_on_cpu()  # an FSDP launch on CPU shards as on GPUs (accelerate alone would run it as data parallel)
     return run_training(config, console=console, command=command)

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from swe_srl.benchmark.instances import Instance
-from swe_srl.errors import SandboxError
+from swe_srl.errors import ExecutorError, SandboxError
 from swe_srl.infra.executor.ray_backend import FORWARDED_ENV, connect
 from swe_srl.infra.recipes import instance_image
 from swe_srl.infra.sandbox import janitor
 from swe_srl.infra.sandbox.base import ExecResult, Patch, SandboxSpec
 from swe_srl.infra.sandbox.docker import DockerSandbox
-from swe_srl.infra.sandbox.placement import NODE_RESOURCE, SANDBOX_RESOURCE, SANDBOXES_ENV
+from swe_srl.infra.sandbox.placement import NODE_RESOURCE, SANDBOX_RESOURCE, SANDBOXES_ENV, sandbox_address
 
 WAIT_REPORT_S = 10.0
 """How often a start that waits for a free sandbox slot says so."""
@@ -84,8 +84,31 @@ def connected_ray(address: str):
 
     with _connect_lock:
         if not ray.is_initialized():
+            _probe(address)
             connect(address, 0, start_local=False)
     return ray
+
+
+def _probe(address: str, timeout_s: float = 5.0) -> None:
+    """``ExecutorError`` at once when nothing listens at ``address``'s host:port (Ray itself retries for minutes)."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as exc:
+        raise ExecutorError(f"--sandboxes ray:{address}: no Ray cluster answers there ({exc}); start its head with "
+                            "`swe-srl worker --sandboxes N` and give its address") from None  # fmt: skip
+
+
+def ensure_reachable() -> None:
+    """With remote sandboxes (``$SWE_SRL_SANDBOXES``): connect now, so a wrong address is one line before any work,
+    and say on stderr when no node offers sandbox slots yet (starts will wait for one). Nothing for ``local``."""
+    if (address := sandbox_address()) is None:
+        return
+    ray = connected_ray(address)
+    if not ray.cluster_resources().get(SANDBOX_RESOURCE):
+        print(f"swe-srl: {_slots(ray)}; sandboxes wait until one joins", file=sys.stderr, flush=True)
 
 
 def actor_options(resource: str = SANDBOX_RESOURCE) -> dict[str, Any]:

@@ -230,7 +230,10 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "tests swapped by a trace hook that unsets itself": "test replaced",
     "test code replaced": "test replaced",
     # seen as the tests replaced where a test module is imported after the package, else as the hook itself
-    "test modules compiled without asserts by an import hook": ("test replaced", "sys.meta_path entry added"),
+    "test modules compiled without asserts by an import hook": (
+        "test replaced",
+        "sys.meta_path entry of the code under test answering",
+    ),
     "test runs replaced through a profile hook": (
         "test replaced",
         "success reported for a test that never started",

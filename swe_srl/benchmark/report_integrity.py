@@ -37,6 +37,7 @@ _TEST_FILES = set()
 _REWRITERS = []
 _SNAP = {}
 _SEEN = set()
+_CLAIMS = {}
 
 
 def _real(path):
@@ -324,6 +325,32 @@ def _report(what, where):
         _tampered(what + " (seen at " + where + ")")
 
 
+def _claims(finder):
+    # a finder of the code under test is tampering when it answers for a test module: vendored ones (six's
+    # importer, requests' VendorImporter) answer only for their own names
+    if id(finder) not in _CLAIMS:
+        names = []
+        for name, module in list(_sys.modules.items()):
+            try:
+                path = vars(module).get("__file__")
+            except TypeError:
+                continue
+            if path and _is_test(_real(path[:-1] if path.endswith(".pyc") else path)):
+                names.append(name)
+        found = ""
+        for name in names[:50]:
+            try:
+                find = getattr(finder, "find_spec", None) or getattr(finder, "find_module", None)
+                answer = find(name, None)
+            except Exception:
+                answer = None
+            if answer is not None:
+                found = "answering for test module " + name
+                break
+        _CLAIMS[id(finder)] = (finder, found)
+    return _CLAIMS[id(finder)][1]
+
+
 def _integrity(where, lenient=False):
     if not _SNAP:
         return
@@ -335,7 +362,9 @@ def _integrity(where, lenient=False):
                             ("sys.path_hooks", _SNAP["finders"][1], _sys.path_hooks)):
         for entry in list(now):
             if not any(entry is old for old in was) and any(_untrusted_file(f) for f in _files(entry)):
-                _report(label + " entry added by the code under test: " + _describe(entry), where)
+                claimed = _claims(entry) if label == "sys.meta_path" else "added"
+                if claimed:
+                    _report(label + " entry of the code under test " + claimed + ": " + _describe(entry), where)
     current = vars(_builtins)
     for name, value in _SNAP["builtins"].items():
         if current.get(name) is not value:

@@ -91,6 +91,21 @@ tests = SymPyTests(PyTestReporter(verbose=True))
 tests._testfiles.extend(os.path.abspath(a) for a in sys.argv[1:] if a.endswith(".py"))
 sys.exit(not tests.test())
 """
+VENDORED = """\
+import sys
+
+
+class _SixMetaPathImporter:  # a vendored six's: it answers only for its own names
+    def find_spec(self, fullname, path, target=None):
+        return None
+
+    def find_module(self, fullname, path=None):
+        return None
+
+
+sys.meta_path.append(_SixMetaPathImporter())
+"""
+"""What an honest package may do at import: add a finder of its own, as vendored copies of six do."""
 # the failing test and a passing one, as each runner names them
 IDS = {
     "pytest": ("test_x.py::test_add", "test_x.py::test_ok"),
@@ -107,7 +122,7 @@ def project(tmp_path: Path, runner: str, attack: str) -> list[str]:
     """The project for ``runner`` with ``attack`` appended to its package; the command that runs it."""
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text(
-        ATTACKS.get(attack, "") + "\n\ndef add(a, b):\n    return a - b\n"
+        ATTACKS.get(attack, VENDORED) + "\n\ndef add(a, b):\n    return a - b\n"
     )
     if runner == "pytest":
         (tmp_path / "swe_srl_report_t.py").write_text(PYTEST_REPORT_PLUGIN)
@@ -140,7 +155,7 @@ def run(tmp_path: Path, runner: str, attack: str):
 
 @pytest.mark.parametrize("runner", ["pytest", "unittest", "sympy"])
 def test_an_honest_run_reports_no_tampering(tmp_path: Path, runner: str) -> None:
-    channel, out = run(tmp_path, runner, "")
+    channel, out = run(tmp_path, runner, "honest")  # the package adds a vendored finder
     failing, passing = IDS[runner]
     assert channel.ended and channel.tampered == [], out[-2000:]
     assert channel.statuses[failing] == "FAILED" and channel.statuses[passing] == "PASSED", out[-2000:]

@@ -351,12 +351,19 @@ def _claims(finder):
     return _CLAIMS[id(finder)][1]
 
 
-def _integrity(where, lenient=False):
+def _foreign(value):
+    return any(_untrusted_file(f) for f in _files(value))
+
+
+def _integrity(where, lenient=None):
+    # lenient (at each test): hooks, builtins and the os/sys functions count as changed only when the new value is
+    # the code under test's (a fixture of wider scope may hold a patch of its own); at the session's end, any change
     if not _SNAP:
         return
+    lenient = where != "session end" if lenient is None else lenient
     for (label, was), (_, now) in zip(_SNAP["hooks"], _hook_state()):
         if now is not was and not (type(now) is tuple and now == was):
-            if not lenient or any(_untrusted_file(f) for f in _files(now)):
+            if not lenient or _foreign(now):
                 _report(label + " changed to " + _describe(now), where)
     for label, was, now in (("sys.meta_path", _SNAP["finders"][0], _sys.meta_path),
                             ("sys.path_hooks", _SNAP["finders"][1], _sys.path_hooks)):
@@ -367,13 +374,15 @@ def _integrity(where, lenient=False):
                     _report(label + " entry of the code under test " + claimed + ": " + _describe(entry), where)
     current = vars(_builtins)
     for name, value in _SNAP["builtins"].items():
-        if current.get(name) is not value:
+        if current.get(name) is not value and (not lenient or _foreign(current.get(name))):
             _report("builtins." + name + " replaced", where)
     now, own = _own(), dict(_OWN)
     for name in set(now) | set(own):
         was, is_ = own.get(name), now.get(name)
         same = was is is_ or (type(was) is tuple and type(is_) is tuple and len(was) == len(is_)
                               and all(a is b for a, b in zip(was, is_)))
+        if name is None and same is False and lenient:
+            same = not any(a is not b and _foreign(b) for a, b in zip(was, is_))
         if not same and name != "_OWN":
             _report("reporter " + ("os/sys functions" if name is None else name) + " changed", where)
 """

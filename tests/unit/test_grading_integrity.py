@@ -193,11 +193,15 @@ def test_an_attack_from_the_package_is_reported(tmp_path: Path, runner: str, att
 
 
 def test_a_test_that_sets_a_trace_hook_and_restores_it_is_honest(tmp_path: Path) -> None:
-    # coverage-like tracing inside a test, undone before the test ends, a builtin patched by monkeypatch, and a
-    # decorator of the test file that wraps without functools.wraps
+    # coverage-like tracing inside a test, undone before the test ends, a builtin patched by monkeypatch, an os
+    # function patched by a module-scoped fixture for several tests, and a decorator of the test file that wraps
+    # without functools.wraps
     tests = (
         "import sys\n\n\ndef plain(f):\n    def inner():\n        return f()\n    return inner\n\n\n"
         "@plain\ndef test_wrapped():\n    assert True\n\n\n"
+        "import os, pytest\n\n\n@pytest.fixture(scope='module')\ndef cwd():\n    saved = os.getcwd\n"
+        "    os.getcwd = lambda: '/'\n    yield\n    os.getcwd = saved\n\n\n"
+        "def test_cwd(cwd):\n    assert os.getcwd() == '/'\n\n\n"
         "def test_traced(monkeypatch):\n    seen = []\n"
         "    sys.settrace(lambda f, e, a: seen.append(e))\n    sum([1])\n    sys.settrace(None)\n"
         "    monkeypatch.setattr('builtins.input', lambda *a: 'y')\n    assert input() == 'y'\n"
@@ -208,7 +212,11 @@ def test_a_test_that_sets_a_trace_hook_and_restores_it_is_honest(tmp_path: Path)
     channel, out = run_with_channel(
         cmd, tmp_path, {"PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     )
-    wanted = {"test_t.py::test_wrapped": "PASSED", "test_t.py::test_traced": "PASSED"}
+    wanted = {
+        "test_t.py::test_wrapped": "PASSED",
+        "test_t.py::test_cwd": "PASSED",
+        "test_t.py::test_traced": "PASSED",
+    }
     assert channel.tampered == [] and channel.statuses == wanted, out[-2000:]
 
 

@@ -108,12 +108,18 @@ def _rewritten(path, source):
     # the module's code as pytest's assertion rewriter makes it (pytest >= 5 passes the source too)
     if _REWRITE_ASSERTS is None or "config" not in _state:
         return compile("", path, "exec", 0, True)
-    tree, code = _ast.parse(source, path), _REWRITE_ASSERTS.__code__
-    if "source" in code.co_varnames[: code.co_argcount]:
-        _REWRITE_ASSERTS(tree, source, path, _state["config"])
-    else:
-        _REWRITE_ASSERTS(tree, path, _state["config"])
-    return compile(tree, path, "exec", 0, True)
+    code, local = _REWRITE_ASSERTS.__code__, getattr(getattr(_sys.modules.get("py"), "path", None), "local", None)
+    for module_path in [path] + ([local(path)] if local else []):  # pytest < 5.3 wants a py.path
+        tree = _ast.parse(source, path)
+        try:
+            if "source" in code.co_varnames[: code.co_argcount]:
+                _REWRITE_ASSERTS(tree, source, module_path, _state["config"])
+            else:
+                _REWRITE_ASSERTS(tree, module_path, _state["config"])
+        except AttributeError:
+            continue
+        return compile(tree, path, "exec", 0, True)
+    return compile("", path, "exec", 0, True)
 
 
 _REWRITERS.append(_rewritten)

@@ -8,10 +8,15 @@ repository), and through ours: ``--edit-rules agentless`` (the default) and ``--
 behaviour), in the same run. An answer agrees when the edited files are the same, blank lines aside (both empty
 counts as agreeing).
 
+``--bench rerank`` and ``--bench localization`` (``bench/agentless_rerank_loc.py``) compare our reranking of N
+candidate answers and our reading of localization answers with SWE-RL's ``rerank.py: majority_voting`` and
+``localize.py: localize_files`` in the same way.
+
 Usage (SWE-RL's modules import openai, tenacity and tiktoken: ``pip install --target DEPS openai tenacity tiktoken``)::
 
     git clone https://github.com/facebookresearch/swe-rl /tmp/swerl    # outside this repository
-    python bench/agentless_agreement.py --swerl-dir /tmp/swerl --swerl-deps DEPS --repos-dir /work/.mirror
+    python bench/agentless_agreement.py --swerl-dir /tmp/swerl --swerl-deps DEPS --repos-dir /work/.mirror \
+        [--bench repair,rerank,localization]
 """
 
 from __future__ import annotations
@@ -184,7 +189,10 @@ def squeeze(files: dict[str, str]) -> dict[str, str]:
     return {p: "\n".join(line for line in t.splitlines() if line.strip()) for p, t in files.items()}
 
 
-def corpus(instances: list[Instance], repos_dir: Path) -> Iterator[tuple[Instance, BaseTree, dict, str, str]]:
+def gold_edits(
+    instances: list[Instance], repos_dir: Path
+) -> Iterator[tuple[Instance, BaseTree, dict, list[Edit]]]:
+    """Each instance with a clone: its tree, the oracle files' contents and the gold patch as edits of them."""
     for instance in instances:
         try:
             tree = BaseTree(instance, repos_dir)
@@ -194,8 +202,13 @@ def corpus(instances: list[Instance], repos_dir: Path) -> Iterator[tuple[Instanc
         edits, _ = diff_to_edits(instance.patch, contents)
         edits = [e for e in edits if e.path in contents]
         if edits:
-            for name, make in VARIANTS.items():
-                yield instance, tree, contents, name, make(edits)
+            yield instance, tree, contents, edits
+
+
+def corpus(instances: list[Instance], repos_dir: Path) -> Iterator[tuple[Instance, BaseTree, dict, str, str]]:
+    for instance, tree, contents, edits in gold_edits(instances, repos_dir):
+        for name, make in VARIANTS.items():
+            yield instance, tree, contents, name, make(edits)
 
 
 def main() -> None:
@@ -210,11 +223,18 @@ def main() -> None:
     parser.add_argument(
         "--fast", action="store_true", help="post_process_raw_output's checks without its git diff"
     )
+    parser.add_argument("--bench", default="repair", help="repair, rerank, localization (comma-separated)")
+    parser.add_argument("--lists", type=int, default=4, help="rerank: candidate lists per instance")
     args = parser.parse_args()
     console, started = Console(), time.monotonic()
     with tempfile.TemporaryDirectory() as playground:
         repair, api = load_swerl(args.swerl_dir, args.swerl_deps, playground)
         instances = load_instances(args.dataset)
+        benches = set(args.bench.split(","))
+        if "localization" in benches or "rerank" in benches:
+            others(console, args, instances, benches)
+        if "repair" not in benches:
+            return
         seen: dict[str, Counter] = {}
         answers = list(corpus(instances, args.repos_dir))
         if args.limit:
@@ -232,6 +252,39 @@ def main() -> None:
                 if not same and rules == "agentless":
                     misses.append(f"{name}: {instance.instance_id}")
     report(console, seen, misses, len({a[0].instance_id for a in answers}), time.monotonic() - started)
+
+
+def others(console: Console, args: argparse.Namespace, instances: list[Instance], benches: set[str]) -> None:
+    from agentless_rerank_loc import localization_bench, rerank_bench
+
+    started = time.monotonic()
+    if "localization" in benches:
+        picked = [i for i, *_ in gold_edits(instances, args.repos_dir)][: args.limit or None]
+        rows = localization_bench(picked, args.repos_dir)
+        show(console, f"localization answers read as localize.py reads them ({len(picked)} instances)", rows,
+             ["answers", "swe-rl files", "agree"])  # fmt: skip
+    if "rerank" in benches:
+        edits = [(i, c, e) for i, _, c, e in gold_edits(instances, args.repos_dir)][: args.limit or None]
+        rows = rerank_bench(edits, args.repos_dir, args.lists, solution)
+        show(console, f"the patch chosen among N candidates, as majority_voting ({len(edits)} instances)", rows,
+             ["lists", "swe-rl patch", "swe-rl", "ours"])  # fmt: skip
+    console.print(f"{time.monotonic() - started:.0f} s", highlight=False)
+
+
+def show(console: Console, title: str, rows: dict[str, Counter], columns: list[str]) -> None:
+    """One table: a row per kind, the first column a count and the others its share."""
+    table = Table(title=title)
+    table.add_column("kind")
+    for column in columns:
+        table.add_column(column, justify="right")
+    total = Counter()
+    for name, row in [*rows.items(), ("all", None)]:
+        row = row if row is not None else total
+        n = row[columns[0]] or 1
+        table.add_row(name, str(row[columns[0]]), *(f"{row[c] / n:.1%}" for c in columns[1:]))
+        if name != "all":
+            total.update(row)
+    console.print(table)
 
 
 def report(

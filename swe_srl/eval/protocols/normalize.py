@@ -11,6 +11,7 @@ files' diffs concatenated, stripped; empty for an empty patch, so that it never 
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import os
 import subprocess
@@ -44,6 +45,7 @@ def swerl_key(old: Mapping[str, str], new: Mapping[str, str]) -> str:
     return "".join(diffs).strip()
 
 
+@functools.lru_cache(maxsize=32)  # the candidates of one instance share their base files
 def _unparsed(text: str) -> str:
     try:
         return ast.unparse(ast.parse(text))
@@ -51,6 +53,7 @@ def _unparsed(text: str) -> str:
         return text
 
 
+@functools.lru_cache(maxsize=32)
 def strip_comments_and_docstrings(source: str) -> str:
     """``source`` without comments and without the string tokens that stand as statements (one at column 0, or
     the first token after an indent or a logical line's end), blank lines dropped; other tokens keep their

@@ -9,6 +9,7 @@ comments and formatting do not count, docstrings and added functions' context do
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter
 from collections.abc import Mapping
 
@@ -19,7 +20,12 @@ RERANKS = ("swe-rl", "ours")
 
 def rerank_key(rule: str, old: Mapping[str, str], new: Mapping[str, str]) -> str:
     """The key of a candidate whose edits turn ``old`` into ``new`` (path → text, edited files only)."""
-    return swerl_key(old, new) if rule == "swe-rl" else normalized(new)
+    return _key(rule, tuple(old.items()), tuple(new.items()))
+
+
+@functools.lru_cache(maxsize=16)  # candidates often repeat an answer: one normalization each
+def _key(rule: str, old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]) -> str:
+    return swerl_key(dict(old), dict(new)) if rule == "swe-rl" else normalized(dict(new))
 
 
 def normalized(new: Mapping[str, str]) -> str:

@@ -303,8 +303,11 @@ _USED = (
 
 
 def _own():
+    # module metadata the import system or warnings may set (__package__, __warningregistry__...) aside
     out = {}
     for name, value in list(globals().items()):
+        if name.startswith("__") and name != "__builtins__":
+            continue
         if type(value) is _FUNC:
             value = (value, value.__code__, value.__defaults__, value.__kwdefaults__) + tuple(_cells(value))
         out[name] = value

@@ -7,8 +7,10 @@
    with its warm effect box; distinct edits at the fix step of a bundled train trajectory, so each runs the target
    tests), and the same work on the local engine with one thread. Target: 2 nodes ≥ 1.6× 1 node. On a 2-core
    machine a node is one slot whose sandbox gets one core, so the ratio measures the overhead, not the cores.
+3. The RLVR rollout rate of the tiny model (``bench/rlvr.py``'s policy and episodes: ``--rlvr`` episodes, 2 in
+   parallel) with local sandboxes and with the 2 sandbox nodes; 0 skips it.
 
-    python bench/remote_sandboxes.py [--steps 200] [--evals 8]
+    python bench/remote_sandboxes.py [--steps 200] [--evals 8] [--rlvr 4]
 """
 
 from __future__ import annotations
@@ -94,6 +96,27 @@ def effect_rate(threads: int, evals: int, root: Path, tag: str) -> tuple[float, 
     return evals / elapsed, [v for vs in values for v in vs]
 
 
+def rlvr_rate(episodes: int, model) -> dict:
+    """bench/rlvr.py's measure: ``episodes`` tiny-model episodes, 2 in parallel, sandboxes placed as
+    ``$SWE_SRL_SANDBOXES`` says."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import rlvr
+
+    from swe_srl.benchmark.instances import load_instances
+
+    instances = [i for i in load_instances("bundled") if i.split == "train"][:2]
+    ids = [instances[k % len(instances)].instance_id for k in range(episodes)]
+    settings = argparse.Namespace(max_turns=3, max_new_tokens=48)
+    return rlvr.measure(2, ids, instances, *model, settings)
+
+
+def tiny_policy(workdir: Path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    import rlvr
+
+    return rlvr.policy(None, workdir)
+
+
 def p50_ms(times: list[float]) -> float:
     return statistics.median(times) * 1000
 
@@ -102,6 +125,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="env.step calls per placement")
     parser.add_argument("--evals", type=int, default=8, help="effect evaluations per configuration")
+    parser.add_argument("--rlvr", type=int, default=4, help="RLVR episodes per placement (0: skip)")
     args = parser.parse_args()
     import ray
     from ray.cluster_utils import Cluster
@@ -111,6 +135,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="swe-srl-bench-remote-"))
     fix_step()  # the expert states, before any clock
     local_rate, local_values = effect_rate(1, args.evals, root, "local")
+    model = tiny_policy(root / "policy") if args.rlvr else None
+    rollouts = {"local": rlvr_rate(args.rlvr, model)} if args.rlvr else {}
     head = {"num_cpus": 0, "include_dashboard": False, "object_store_memory": STORE}
     cluster = Cluster(initialize_head=True, head_node_args=head)
     try:
@@ -122,6 +148,8 @@ def main() -> None:
             if nodes == 1:
                 remote_steps, _ = step_times(args.steps)
             rates[nodes] = effect_rate(nodes, args.evals, root, f"remote{nodes}")
+        if args.rlvr:
+            rollouts["remote, 2 sandbox nodes"] = rlvr_rate(args.rlvr, model)
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -142,6 +170,11 @@ def main() -> None:
     print(f"  2 nodes / 1 node: {ratio:.2f}x (target >= 1.6x: {'met' if ratio >= 1.6 else 'MISSED'})")
     same = sorted(local_values) == sorted(rates[1][1]) == sorted(rates[2][1])
     print(f"  same values local and remote: {'yes' if same else 'NO'}")
+    if rollouts:
+        print(f"\nRLVR rollouts of the tiny model ({args.rlvr} episodes, 2 in parallel, 3 turns)")
+        for name, row in rollouts.items():
+            print(f"  {name:<26} {row['episodes_per_min']:6.2f} episodes/min  (wall {row['wall_s']:.1f} s, "
+                  f"infra errors {row['infra_errors']})")  # fmt: skip
     sys.exit(0)
 
 

@@ -31,7 +31,8 @@ def policy(init: str | None, workdir: Path):
         from swe_srl.train.samples import default_sample_set
 
         config = load_config(None, ["tiny.slots=false"], output=str(workdir))  # episodes are plain text
-        rows, _ = split_rows(read_samples(default_sample_set(False).path), config.test_fraction)
+        samples = default_sample_set(False, expert_seeds=config.expert_seeds)
+        rows, _ = split_rows(read_samples(samples.path), config.test_fraction)
         init = start_of(config).model_path(config, rows)
     return AutoTokenizer.from_pretrained(init), AutoModelForCausalLM.from_pretrained(init).eval()
 

@@ -118,7 +118,7 @@ def _class_name(source: str, words: list[str], rng: random.Random) -> str:
 
 
 def draw(
-    path: str, source: str, kind: str, rng: random.Random, count: int = 4, newline: bool | None = None
+    path: str, source: str, kind: str, rng: random.Random, count: int = 2, newline: bool | None = None
 ) -> tuple[str, list[Canary]]:
     """(the text to append to the test file ``path`` of text ``source``, its canaries): ``count`` canaries, at least
     one of each kind, in random order; ``kind`` is the runner (``commands.RunnerKind``)."""

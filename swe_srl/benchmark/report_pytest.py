@@ -20,6 +20,7 @@ functions may write records. Imports nothing beyond ``os``, ``sys`` and pytest (
 adds cannot shadow them.
 """
 
+from swe_srl.benchmark.report_identity import IDENTITY
 from swe_srl.benchmark.report_integrity import INTEGRITY
 
 _HEAD = """\
@@ -289,4 +290,4 @@ def pytest_sessionfinish(session):
 
 _OWN = tuple(_own().items())
 """
-PYTEST_REPORT_PLUGIN = _HEAD + INTEGRITY + _BODY
+PYTEST_REPORT_PLUGIN = _HEAD + INTEGRITY + IDENTITY + _BODY

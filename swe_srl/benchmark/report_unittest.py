@@ -21,6 +21,7 @@ looked at), a success must not be reported while the test's outcome says it
 failed or an exception is being handled, and only this module may write records. Python 3.5 syntax.
 """
 
+from swe_srl.benchmark.report_identity import IDENTITY
 from swe_srl.benchmark.report_integrity import INTEGRITY
 from swe_srl.benchmark.verdicts import TEST_PATH
 
@@ -270,4 +271,4 @@ _OWN = tuple(_own().items())
 if __name__ == "__main__":
     _main()
 """
-UNITTEST_REPORTER = f"_TEST_PATH = {TEST_PATH.pattern!r}\n" + _HEAD + INTEGRITY + _BODY
+UNITTEST_REPORTER = f"_TEST_PATH = {TEST_PATH.pattern!r}\n" + _HEAD + INTEGRITY + IDENTITY + _BODY

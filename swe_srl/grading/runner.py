@@ -16,9 +16,12 @@ may not use to steer the run in ``grading/neutralize.py``. What a ``grade`` guar
   records with it count, a test counts as its worst record, nothing after the session-end record counts, that
   record counts the reporter's own records, and no session end means no statuses. So printed pass lines, fake
   records, exit hooks, and rewriting or truncating files after the fact change nothing; the runner's output is
-  parsed only as a cross-check (``GradeResult.cross_check``);
+  parsed as a cross-check (``GradeResult.cross_check``) that fails closed: a target test the channel passes and
+  the output fails or errors is unresolved, reason ``channel and runner output disagree``;
 * a run in which the reporter saw the runner tampered with (hooks, runner functions, reports that contradict their
-  exception, records it did not write) is unresolved, reason ``runner tampered``;
+  exception, records it did not write) is unresolved, reason ``runner tampered``; so is one whose canary tests
+  (``grading/canaries.py``, drawn per grade and appended to every test file the command runs) did not end as they
+  must (``runner tampered: canary …``);
 * the patch screen's flags (``grading/screen.py``) are recorded, and make a patch unresolved under strict grading.
 
 Not guaranteed: code of the package under test runs *inside* the runner's process and can still, aimed at our

@@ -10,7 +10,7 @@
 3. The RLVR rollout rate of the tiny model (``bench/rlvr.py``'s policy and episodes: ``--rlvr`` episodes, 2 in
    parallel) with local sandboxes and with the 2 sandbox nodes; 0 skips it.
 
-    python bench/remote_sandboxes.py [--steps 200] [--evals 8] [--rlvr 4]
+    python bench/remote_sandboxes.py [--steps 200] [--evals 8] [--rlvr 4] [--rlvr-init CHECKPOINT]
 """
 
 from __future__ import annotations
@@ -110,11 +110,12 @@ def rlvr_rate(episodes: int, model) -> dict:
     return rlvr.measure(2, ids, instances, *model, settings)
 
 
-def tiny_policy(workdir: Path):
+def tiny_policy(workdir: Path, init: str | None):
+    """The checkpoint ``init``, else the tiny default model (its format warm-up: minutes), as bench/rlvr.py plays."""
     sys.path.insert(0, str(Path(__file__).parent))
     import rlvr
 
-    return rlvr.policy(None, workdir)
+    return rlvr.policy(init, workdir)
 
 
 def p50_ms(times: list[float]) -> float:
@@ -126,6 +127,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="env.step calls per placement")
     parser.add_argument("--evals", type=int, default=8, help="effect evaluations per configuration")
     parser.add_argument("--rlvr", type=int, default=4, help="RLVR episodes per placement (0: skip)")
+    parser.add_argument(
+        "--rlvr-init", help="a checkpoint to play in the RLVR episodes (default: the tiny model)"
+    )
     args = parser.parse_args()
     import ray
     from ray.cluster_utils import Cluster
@@ -135,7 +139,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="swe-srl-bench-remote-"))
     fix_step()  # the expert states, before any clock
     local_rate, local_values = effect_rate(1, args.evals, root, "local")
-    model = tiny_policy(root / "policy") if args.rlvr else None
+    model = tiny_policy(root / "policy", args.rlvr_init) if args.rlvr else None
     rollouts = {"local": rlvr_rate(args.rlvr, model)} if args.rlvr else {}
     head = {"num_cpus": 0, "include_dashboard": False, "object_store_memory": STORE}
     cluster = Cluster(initialize_head=True, head_node_args=head)

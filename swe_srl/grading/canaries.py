@@ -12,7 +12,6 @@ functions (pytest, sympy's runner) or methods of a new test class on the file's 
 
 from __future__ import annotations
 
-import base64
 import builtins
 import keyword
 import random
@@ -266,9 +265,8 @@ def plant(sandbox: Sandbox, instance: Instance, kind: str, rng: random.Random | 
         text, canaries = draw(
             path, source, "unittest" if kind == "unittest" else "functions", rng, newline=False
         )
-        appends.append(
-            f"printf %s {base64.b64encode(text.encode()).decode()} | base64 -d >> {shlex.quote(path)}"
-        )
+        # a quoted here-document: the text is code drawn here from [a-z_] words, digits and punctuation
+        appends.append(f"cat >> {shlex.quote(path)} <<'SWE_SRL_CANARY'\n{text}SWE_SRL_CANARY\n")
         planted.canaries += canaries
         planted.own[path] = own_tests(source)
         if target.selected and kind in ("pytest", "tox"):
@@ -276,7 +274,7 @@ def plant(sandbox: Sandbox, instance: Instance, kind: str, rng: random.Random | 
         if k > 0 and kind == "unittest":  # the label named a class (or test) of this module
             planted.selectors.append(shlex.quote(f"{target.modules[k]}.{canaries[0].cls}"))
     if appends:
-        done = sandbox.run("cd /testbed && " + " && ".join(appends), timeout=120)
+        done = sandbox.run("cd /testbed && set -e\n" + "".join(appends), timeout=120)
         if done.exit_code != 0:
             raise SandboxError(f"the canaries could not be written: {done.output[-500:]}")
     return planted

@@ -20,6 +20,7 @@ for _feature in _future.all_feature_names:
     _FUTURE |= getattr(_future, _feature).compiler_flag
 _SOURCES = {}
 _INDEX = {}
+_SHAPES = {}
 _REWRITERS = []
 
 
@@ -83,22 +84,34 @@ def _budgets(tree):
     return budget, aliases
 
 
-def _index(path):
-    if path not in _INDEX:
-        source, found, budget, aliases = _read(path), {}, {}, set()
+def _index(path, rewritten=False):
+    # the file's code objects by (name, first line): compiled plainly, or as the runner rewrites it (made only when
+    # the plain code does not match: a second pass of pytest's rewriter is the costly part)
+    if (path, rewritten) not in _INDEX:
+        source, found = _read(path), {}
         if source is not None:
             try:
-                budget, aliases = _budgets(_ast.parse(source, path))
-                for rewrite in _REWRITERS:
-                    _codes(rewrite(path, source), found)
+                codes = (
+                    [r(path, source) for r in _REWRITERS]
+                    if rewritten
+                    else [compile(source, path, "exec", 0, True)]
+                )
+                for code in codes:
+                    _codes(code, found)
             except Exception:
                 pass
-            try:
-                _codes(compile(source, path, "exec", 0, True), found)
-            except Exception:
-                pass
-        _INDEX[path] = (found, budget, aliases)
-    return _INDEX[path]
+        _INDEX[(path, rewritten)] = found
+    return _INDEX[(path, rewritten)]
+
+
+def _shape(path):
+    # (decorators of each name, the names bound by assignment), read from the file's syntax tree when needed
+    if path not in _SHAPES:
+        try:
+            _SHAPES[path] = _budgets(_ast.parse(_read(path) or b"", path))
+        except Exception:
+            _SHAPES[path] = ({}, set())
+    return _SHAPES[path]
 
 
 def _same(a, b):
@@ -122,8 +135,10 @@ def _same(a, b):
 
 def _matches(code):
     path = _real(code.co_filename)
-    return _is_test(path) and any(
-        _same(code, c) for c in _index(path)[0].get((code.co_name, code.co_firstlineno), ())
+    key = (code.co_name, code.co_firstlineno)
+    return _is_test(path) and (
+        any(_same(code, c) for c in _index(path).get(key, ()))
+        or any(_same(code, c) for c in _index(path, True).get(key, ()))
     )
 
 
@@ -194,7 +209,6 @@ def _verify(obj, name, namespace=None):
     path = _real(code.co_filename)
     if not _is_test(path):
         return "defined in " + _where(code) + ", not in a test file"
-    found, budget, aliases = _index(path)
     for layer in chain:
         if (
             type(layer) is _FUNC
@@ -202,15 +216,17 @@ def _verify(obj, name, namespace=None):
             and not _matches(layer.__code__)
         ):
             return "the code at " + _where(layer.__code__) + " is not the file's"
-    if name and code.co_name != name and name not in aliases and not budget.get(name):  # decorated: a wrapper
-        return "runs " + code.co_name + " (" + _where(code) + ")"
+    if name and code.co_name != name:
+        budget, aliases = _shape(path)
+        if name not in aliases and not budget.get(name):  # decorated: a wrapper of the test file's
+            return "runs " + code.co_name + " (" + _where(code) + ")"
     extra = [layer for layer in chain[:-1] if _counts(layer)]
-    if (
-        extra
-        and code.co_name not in aliases
-        and len(extra) > _decorated(budget.get(code.co_name, ()), last.__globals__)
-    ):
-        return "wrapped by " + _describe(extra[0])
+    if extra:
+        budget, aliases = _shape(path)
+        if code.co_name not in aliases and len(extra) > _decorated(
+            budget.get(code.co_name, ()), last.__globals__
+        ):
+            return "wrapped by " + _describe(extra[0])
     if namespace is not None and path == namespace[0] and last.__globals__ is not namespace[1]:
         return "runs with globals other than its module's"
     return None

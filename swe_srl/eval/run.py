@@ -16,7 +16,7 @@ were in flight when the run was stopped (Ctrl-C, SIGTERM: recorded as ``interrup
 ends the workers at once (their sandboxes are closed) instead of waiting for the episodes in flight. Worker layout: scripted and served policies run one episode per spawned process (``--workers N``) or per Ray
 task; an in-process HF model runs in threads (``LocalExecutor(processes=False)``) sharing one loaded copy per
 process, and on Ray each worker process keeps its copy for the tasks it runs (see :func:`policy_for`). A served
-model's requests in flight are bounded on each machine (``--max-concurrent-requests``, ``agent.served``).
+model's requests in flight are bounded on each machine (``--max-requests``, ``agent.served``).
 
 ``direct=True`` (gold/empty only) grades the patch without an episode: ``swe-srl tasks validate`` uses it to check
 the tasks and the harness independently of the agent stack, with one container per instance instead of two.

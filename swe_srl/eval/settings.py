@@ -75,7 +75,7 @@ class EvalSettings:
             raise ConfigError(f"max_steps={self.max_steps}: need at least one step")
         check_shell(self.shell, "--shell")
         if self.max_concurrent_requests < 1:
-            raise ConfigError(f"--max-concurrent-requests {self.max_concurrent_requests}: need at least 1")
+            raise ConfigError(f"--max-requests {self.max_concurrent_requests}: need at least 1")
         check_protocol(self)
 
     @property

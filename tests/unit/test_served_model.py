@@ -101,7 +101,7 @@ def test_a_killed_holder_frees_its_slot() -> None:
 
 
 def test_a_bound_under_one_is_refused() -> None:
-    with pytest.raises(ConfigError, match="--max-concurrent-requests 0: need at least 1"):
+    with pytest.raises(ConfigError, match="--max-requests 0: need at least 1"):
         EvalSettings("openai", base_url="http://localhost:8000/v1", model="m", max_concurrent_requests=0)
     with pytest.raises(PolicyError, match="max_concurrent=0"):
         OpenAIPolicy("http://localhost:8000/v1", "m", max_concurrent=0)

@@ -23,8 +23,7 @@ NODE_TASKS = 1000
 holds its slot while its patch is graded never waits for a second one (N such episodes on N slots would wait
 forever)."""
 SANDBOXES_HELP = (
-    "where sandboxes run: local (this machine's container engine, the default) | ray (Ray actors on the sandbox "
-    "nodes of this machine's cluster: `swe-srl worker --sandboxes N`) | ray:ADDRESS (host:6379, ray://host:10001); "
+    "local | ray | ray:ADDRESS: this machine's engine, or sandbox nodes (`swe-srl worker`); "
     "or $SWE_SRL_SANDBOXES"
 )
 CHOICES = "local, ray, ray:ADDRESS (e.g. ray:10.0.0.1:6379 or ray:ray://head:10001)"

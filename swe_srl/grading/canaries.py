@@ -248,18 +248,18 @@ def _outlines(sandbox: Sandbox, paths: list[str]) -> dict[str, str]:
     return {path: "\n".join(found) + "\n" for path, found in out.items()}
 
 
-def plant(sandbox: Sandbox, instance: Instance, kind: str, rng: random.Random | None = None) -> Planted:
-    """Append fresh canaries to each test file the command of runner ``kind`` runs (a file that is not there is
-    left alone); where the command selects tests of a file, it gets its canaries' ids too. Two commands in all: one
-    reads their outlines, one appends to them."""
-    rng, planted, appends = rng or random.SystemRandom(), Planted(), []
-    targets = canary_targets(instance)
-    sources = (
-        _outlines(sandbox, list(dict.fromkeys(p for t in targets for p in t.candidates))) if targets else {}
-    )
+def _plan(
+    targets: list[Target], sources: Mapping[str, str], kind: str, rng: random.Random
+) -> tuple[Planted, list[str]]:
+    """(the canaries, the shell commands appending them) for ``targets`` of outlines ``sources`` (path → text).
+
+    A file that is not there, or that defines no test (a module of sphinx's ``tests/roots/``, a ``conf.py``, a
+    helper the test patch edits), gets none: it has no tests to guard, and functions appended to a module the tests
+    document or import (autodoc's ``:members:``, ``from m import *``) would change what they see."""
+    planted, appends = Planted(), []
     for target in targets:
         k, path = next(((k, p) for k, p in enumerate(target.candidates) if p in sources), (-1, ""))
-        if not path or path in planted.own:
+        if not path or path in planted.own or not own_tests(sources[path]):
             continue
         source = sources[path]  # whether the file ends with a newline is not read: one more blank line then
         text, canaries = draw(
@@ -273,6 +273,18 @@ def plant(sandbox: Sandbox, instance: Instance, kind: str, rng: random.Random | 
             planted.selectors += [shlex.quote(f"{path}::{c.name}") for c in canaries]
         if k > 0 and kind == "unittest":  # the label named a class (or test) of this module
             planted.selectors.append(shlex.quote(f"{target.modules[k]}.{canaries[0].cls}"))
+    return planted, appends
+
+
+def plant(sandbox: Sandbox, instance: Instance, kind: str, rng: random.Random | None = None) -> Planted:
+    """Append fresh canaries to each test file the command of runner ``kind`` runs (:func:`_plan`: a file that is
+    not there or defines no test is left alone); where the command selects tests of a file, it gets its canaries'
+    ids too. Two commands in all: one reads their outlines, one appends to them."""
+    targets = canary_targets(instance)
+    sources = (
+        _outlines(sandbox, list(dict.fromkeys(p for t in targets for p in t.candidates))) if targets else {}
+    )
+    planted, appends = _plan(targets, sources, kind, rng or random.SystemRandom())
     if appends:
         done = sandbox.run("cd /testbed && set -e\n" + "".join(appends), timeout=120)
         if done.exit_code != 0:

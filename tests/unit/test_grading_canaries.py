@@ -172,3 +172,21 @@ def test_the_files_a_command_runs() -> None:
         )
     ]
     assert targets("o/r", ["pkg.test_x"])[0].candidates == ("pkg/test_x.py", "pkg.py")
+
+
+def test_a_file_that_defines_no_test_gets_no_canaries() -> None:
+    """sphinx-doc__sphinx-9229's command names an autodoc target module (``tests/roots/…/classes.py``) next to its
+    test file: functions appended there would be documented by ``:members:``; only the test file gets canaries."""
+    from swe_srl.grading.canaries import Target, _plan
+
+    target = "class Foo:\n    def __init__(self):\n"
+    targets = [
+        Target(("tests/roots/target/classes.py",)),
+        Target(("tests/test_autoclass.py",)),
+        Target(("gone.py",)),
+    ]
+    sources = {"tests/roots/target/classes.py": target, "tests/test_autoclass.py": "def test_classes(app):\n"}
+    planted, appends = _plan(targets, sources, "tox", random.Random(3))
+    assert {c.path for c in planted.canaries} == {"tests/test_autoclass.py"} and len(planted.canaries) == 2
+    assert len(appends) == 1 and appends[0].startswith("cat >> tests/test_autoclass.py <<")
+    assert list(planted.own) == ["tests/test_autoclass.py"]

@@ -4,7 +4,7 @@ The head (no CPUs, no sandbox slots) and the driver see ``DOCKER_HOST=unix:///no
 (``swe_srl_sandbox: 2`` each) were started with the real engine. Through them: an SWEEnv episode on a bundled
 instance (graded on submit), the gold and empty patches' verdicts, a GRPO batch's effect rewards equal to those
 computed with local sandboxes on a node, a node killed mid-episode (an infrastructure error; the next episode runs
-on the other node), and a driver killed with its sandbox open (its container is removed). No container is left on
+on the other node), RLVR's episode runner (gold → 1.0, a bare submit → 0.0, a lost node → None), and a driver killed with its sandbox open (its container is removed). No container is left on
 any node."""
 
 from __future__ import annotations
@@ -248,6 +248,95 @@ def test_node_lost_mid_episode_is_an_infra_error(cluster, instance) -> None:
     _add_sandbox_node(cluster)  # the run goes on: the next episode on the nodes left
     again = run_episode(env, ScriptedPolicy(steps, name="s"), instance, config)
     assert again.error is None and again.terminated
+
+
+def test_rlvr_rollouts_through_sandbox_nodes(cluster, instance) -> None:
+    """RLVR's episode runner from this driver (no engine): two episodes in lock-step, the gold script resolves
+    (reward 1.0) and a bare submit does not (0.0); then an episode whose node is killed before its second turn ends
+    with reward None (no gradient), and its container goes with the node."""
+    from swe_srl.agent.policies import gold_script
+    from swe_srl.core.actions import SUBMIT, THINK_OPEN, format_output
+    from swe_srl.train.policy import think_prefix
+    from swe_srl.train.rlvr import EnvEpisodeRunner
+    from swe_srl.train.tiny.model import build_tokenizer
+
+    tok = build_tokenizer([instance.patch, instance.problem_statement], vocab_size=300)
+    prefix = think_prefix(tok)
+    assert prefix == THINK_OPEN
+
+    def ids(text: str) -> list[int]:  # the turn as the model writes it after the prompt's opening <think>
+        return tok(text.removeprefix(prefix), add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+
+    gold, bare = gold_script(instance), [format_output("Nothing to change.", SUBMIT)]
+    calls: list[int] = []
+
+    def scripted(batch):  # turn t: gold's t-th output for the first live episode, then a bare submit
+        calls.append(len(batch))
+        return [ids((gold if k == 0 else bare)[len(calls) - 1]) for k in range(len(batch))]
+
+    runner = EnvEpisodeRunner(tok, [instance], max_turns=4, think_prefix=prefix, parallel=2)
+    killed: list[str] = []
+
+    def kill_its_node(batch):
+        calls.append(len(batch))
+        if len(calls) == 2:  # before the second turn: the first one's command ran on the node
+            box = runner.envs[0].sandbox
+            killed.append(box.container_id)
+            node = next(n for n in cluster.worker_nodes if n.node_id == box.node_id)
+            cluster.remove_node(node, allow_graceful=False)
+            assert _ended(box.pid)
+        return [ids(format_output("look", "ls"))]
+
+    try:
+        resolved, unresolved = runner.run_batch([{"instance_id": INSTANCE}] * 2, scripted)
+        assert calls == [2, 1] and (resolved.reward, unresolved.reward) == (1.0, 0.0)
+        assert resolved.info["grade_status"] == "resolved" and sum(resolved.env_mask) > 0
+        calls.clear()
+        (lost,) = runner.run_batch([{"instance_id": INSTANCE}], kill_its_node)
+    finally:
+        runner.close()
+    assert lost.reward is None and "gone" in lost.info["error"], lost.info
+    assert _gone(killed[0])
+    _add_sandbox_node(cluster)  # back to two nodes for the tests after this one
+
+
+def test_a_start_queued_for_a_slot_ends_when_closed(cluster, instance) -> None:
+    """Every slot held: the next start waits; closing it meanwhile (as Ctrl-C's close_all does) ends the wait at
+    once, and its actor never takes a slot."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from swe_srl.errors import SandboxError
+    from swe_srl.infra.sandbox.factory import open_sandbox
+    from swe_srl.infra.sandbox.placement import SANDBOX_RESOURCE
+    from swe_srl.infra.sandbox.remote import connected_ray
+
+    free = int(connected_ray(cluster.address).available_resources().get(SANDBOX_RESOURCE, 0))
+    held = [open_sandbox(instance, profile="episode") for _ in range(free)]
+    queued, outcome = open_sandbox(instance, profile="episode"), []
+
+    def start() -> None:
+        try:
+            queued.start()
+            outcome.append("started")
+        except SandboxError as exc:
+            outcome.append(exc)
+
+    try:
+        with ThreadPoolExecutor(max(free, 1)) as pool:
+            list(pool.map(lambda box: box.start(), held))
+        waiting = threading.Thread(target=start)
+        waiting.start()
+        time.sleep(2)
+        assert free >= 1 and not outcome  # queued
+        closed = time.monotonic()
+        queued.close()
+        waiting.join(timeout=30)
+        assert time.monotonic() - closed < 10 and isinstance(outcome[0], SandboxError), outcome
+        assert queued.container_id is None
+    finally:
+        for box in held:
+            box.close()
 
 
 DRIVER = """

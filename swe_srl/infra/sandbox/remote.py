@@ -191,8 +191,8 @@ class RemoteSandbox:
             _actor_class = ray.remote(max_restarts=0, max_task_retries=0)(SandboxHost)
         what = f"sandbox of {self.instance.instance_id if self.instance else self.spec.image}"
         self._actor = _actor_class.options(**actor_options()).remote()
-        janitor.register(self)
         try:
+            janitor.register(self)
             info = wait_for(ray, self._actor.start.remote(self.spec, self.instance, self.repos_dir), what)
         except BaseException:
             self.close()
@@ -246,6 +246,11 @@ class RemoteSandbox:
 
         if not ray.is_initialized():
             return  # the driver's connection is gone: Ray ends its actors, their containers with them
+        if self.container_id is None:
+            # its start has not returned (queued for a slot, building the image, failed): a close queued behind
+            # it would wait for it; killing the actor cancels it, and a container it began is tethered to its process
+            ray.kill(actor, no_restart=True)
+            return
         try:
             ray.get(actor.close.remote(), timeout=CLOSE_S)
         except ray.exceptions.RayError:

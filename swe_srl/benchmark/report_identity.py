@@ -20,6 +20,7 @@ for _feature in _future.all_feature_names:
     _FUTURE |= getattr(_future, _feature).compiler_flag
 _SOURCES = {}
 _INDEX = {}
+_TREES = {}
 _SHAPES = {}
 _REWRITERS = []
 
@@ -84,24 +85,76 @@ def _budgets(tree):
     return budget, aliases
 
 
-def _index(path, rewritten=False):
-    # the file's code objects by (name, first line): compiled plainly, or as the runner rewrites it (made only when
-    # the plain code does not match: a second pass of pytest's rewriter is the costly part)
-    if (path, rewritten) not in _INDEX:
+def _index(path):
+    # the file's code objects by (name, first line), compiled plainly
+    if path not in _INDEX:
         source, found = _read(path), {}
         if source is not None:
             try:
-                codes = (
-                    [r(path, source) for r in _REWRITERS]
-                    if rewritten
-                    else [compile(source, path, "exec", 0, True)]
-                )
-                for code in codes:
-                    _codes(code, found)
+                _codes(compile(source, path, "exec", 0, True), found)
             except Exception:
                 pass
-        _INDEX[(path, rewritten)] = found
-    return _INDEX[(path, rewritten)]
+        _INDEX[path] = found
+    return _INDEX[path]
+
+
+def _scope_imports(body, out):
+    # the import statements that bind names in the module's scope (in if/try/with/for blocks too, not in defs and
+    # classes): the compiler reads which global names are imported when it compiles a function (3.11+: a method
+    # call on an imported module is a plain attribute load)
+    for node in body:
+        if isinstance(node, _ast.Import) or isinstance(node, _ast.ImportFrom) and node.module != "__future__":
+            out.append(node)
+        elif not isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                block = getattr(node, name, None)
+                if isinstance(block, list):
+                    _scope_imports(block, out)
+    return out
+
+
+def _tree(path):
+    # (the file's syntax tree, its module-scope imports), or None
+    if path not in _TREES:
+        try:
+            tree = _ast.parse(_read(path) or b"", path)
+            _TREES[path] = (tree, _scope_imports(tree.body, []))
+        except Exception:
+            _TREES[path] = None
+    return _TREES[path]
+
+
+def _rewritten_at(path, line):
+    # the code objects of the top-level statement (def, class...) holding ``line``, as the runner rewrites it: that
+    # statement alone, after the file's docstring and __future__ imports (its flags, its rewriting opt-out) and its
+    # module-scope imports, so its bytecode, names and line numbers are those of the whole file rewritten, at the
+    # cost of the one statement
+    parsed = _tree(path) if _REWRITERS else None
+    if parsed is None:
+        return {}
+    tree, imports = parsed
+    head, k = [], None
+    for n, node in enumerate(tree.body):
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        if start > line:
+            break
+        k = n
+        future = isinstance(node, _ast.ImportFrom) and node.module == "__future__" and not node.level
+        value = node.value if isinstance(node, _ast.Expr) else None
+        docstring = not n and isinstance(getattr(value, "s" if type(value).__name__ == "Str" else "value", 0), str)
+        if (future or docstring) and len(head) == n:
+            head.append(node)
+    if k is None or k < len(head):
+        return {}
+    if (path, k) not in _INDEX:
+        found = {}
+        for rewrite in _REWRITERS:
+            try:
+                _codes(rewrite(path, _read(path), head + imports + [tree.body[k]]), found)
+            except Exception:
+                pass
+        _INDEX[(path, k)] = found
+    return _INDEX[(path, k)]
 
 
 def _shape(path):
@@ -138,7 +191,7 @@ def _matches(code):
     key = (code.co_name, code.co_firstlineno)
     return _is_test(path) and (
         any(_same(code, c) for c in _index(path).get(key, ()))
-        or any(_same(code, c) for c in _index(path, True).get(key, ()))
+        or any(_same(code, c) for c in _rewritten_at(path, code.co_firstlineno).get(key, ()))
     )
 
 

@@ -105,22 +105,45 @@ for _arg in _sys.argv[1:]:  # the test files named: read before conftests and co
 _REWRITE_ASSERTS = getattr(_sys.modules.get("_pytest.assertion.rewrite"), "rewrite_asserts", None)
 
 
-def _rewritten(path, source):
-    # the module's code as pytest's assertion rewriter makes it (pytest >= 5 passes the source too)
-    if _REWRITE_ASSERTS is None or "config" not in _state:
+def _module(body):
+    module = _ast.Module(body=body)
+    if "type_ignores" in _ast.Module._fields:
+        module.type_ignores = []
+    return module
+
+
+def _rewrite_form(path):
+    # how this pytest's rewriter takes the module's path (pytest < 5.3 wants a py.path, whose absence it finds at the
+    # first assert): tried once on a probe, never on a test file's statements (a failed try leaves them half-rewritten)
+    if "rewrite_form" not in _state:
+        code, local = _REWRITE_ASSERTS.__code__, getattr(getattr(_sys.modules.get("py"), "path", None), "local", None)
+        _state["rewrite_form"] = None
+        text = b"def test_probe():\\n    assert probe\\n"
+        for form in [str] + ([local] if local else []):
+            probe = _ast.parse(text, path)
+            try:
+                if "source" in code.co_varnames[: code.co_argcount]:
+                    _REWRITE_ASSERTS(probe, text, form(path), _state["config"])
+                else:
+                    _REWRITE_ASSERTS(probe, form(path), _state["config"])
+            except AttributeError:
+                continue
+            _state["rewrite_form"] = form
+            break
+    return _state["rewrite_form"]
+
+
+def _rewritten(path, source, body):
+    # the code of ``body`` (top-level statements of the test file at ``path``, text ``source``) as pytest's assertion
+    # rewriter makes it (pytest >= 5 passes the source too); the statements are rewritten in place
+    if _REWRITE_ASSERTS is None or "config" not in _state or _rewrite_form(path) is None:
         return compile("", path, "exec", 0, True)
-    code, local = _REWRITE_ASSERTS.__code__, getattr(getattr(_sys.modules.get("py"), "path", None), "local", None)
-    for module_path in [path] + ([local(path)] if local else []):  # pytest < 5.3 wants a py.path
-        tree = _ast.parse(source, path)
-        try:
-            if "source" in code.co_varnames[: code.co_argcount]:
-                _REWRITE_ASSERTS(tree, source, module_path, _state["config"])
-            else:
-                _REWRITE_ASSERTS(tree, module_path, _state["config"])
-        except AttributeError:
-            continue
-        return compile(tree, path, "exec", 0, True)
-    return compile("", path, "exec", 0, True)
+    module = _module(body)
+    if "source" in _REWRITE_ASSERTS.__code__.co_varnames[: _REWRITE_ASSERTS.__code__.co_argcount]:
+        _REWRITE_ASSERTS(module, source, _state["rewrite_form"](path), _state["config"])
+    else:
+        _REWRITE_ASSERTS(module, _state["rewrite_form"](path), _state["config"])
+    return compile(module, path, "exec", 0, True)
 
 
 _REWRITERS.append(_rewritten)

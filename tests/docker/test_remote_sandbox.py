@@ -311,7 +311,11 @@ def test_a_start_queued_for_a_slot_ends_when_closed(cluster, instance) -> None:
     from swe_srl.infra.sandbox.placement import SANDBOX_RESOURCE
     from swe_srl.infra.sandbox.remote import connected_ray
 
-    free = int(connected_ray(cluster.address).available_resources().get(SANDBOX_RESOURCE, 0))
+    ray = connected_ray(cluster.address)
+    free = 2 * len(cluster.worker_nodes)  # all free once the earlier tests' closes land (~1 s)
+    deadline = time.monotonic() + 30
+    while ray.available_resources().get(SANDBOX_RESOURCE, 0) != free and time.monotonic() < deadline:
+        time.sleep(0.2)
     held = [open_sandbox(instance, profile="episode") for _ in range(free)]
     queued, outcome = open_sandbox(instance, profile="episode"), []
 

@@ -14,6 +14,7 @@ is not counted unless its closure holds the code under test's objects.
 IDENTITY = """\
 import __future__ as _future
 import ast as _ast
+import bisect as _bisect
 
 _FUTURE = 0
 for _feature in _future.all_feature_names:
@@ -114,47 +115,69 @@ def _scope_imports(body, out):
 
 
 def _tree(path):
-    # (the file's syntax tree, its module-scope imports), or None
+    # (the file's lines, its docstring and __future__ imports, its module-scope imports, each top-level statement's
+    # first line, decorators included, and the first line after it), or None; the syntax tree itself is not kept (its
+    # nodes would slow every garbage collection of the run)
     if path not in _TREES:
         try:
-            tree = _ast.parse(_read(path) or b"", path)
-            _TREES[path] = (tree, _scope_imports(tree.body, []))
+            source = _read(path) or b""
+            tree = _ast.parse(source, path)
         except Exception:
             _TREES[path] = None
+            return None
+        head = []
+        for n, node in enumerate(tree.body):
+            future = isinstance(node, _ast.ImportFrom) and node.module == "__future__" and not node.level
+            value = node.value if isinstance(node, _ast.Expr) else None
+            text = getattr(value, "s" if type(value).__name__ == "Str" else "value", 0)
+            if not (future or (not n and isinstance(text, str))):
+                break
+            head.append(node)
+        starts = [min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())]) for node in tree.body]
+        try:
+            lines = source.decode("utf-8").split("\\n")
+        except UnicodeDecodeError:  # another encoding: whole-file rewriting only
+            lines = None
+        ends, nxt, end = [], None, len(lines or ()) + 1
+        for start in reversed(starts):  # the first line of the next statement that starts on a later line
+            if start != nxt:
+                nxt, end = start, nxt or end
+            ends.append(end)
+        ends.reverse()
+        _TREES[path] = (lines, head, _scope_imports(tree.body, []), starts, ends)
     return _TREES[path]
 
 
 def _rewritten_at(path, line):
     # the code objects of the top-level statement (def, class...) holding ``line``, as the runner rewrites it: that
-    # statement alone, after the file's docstring and __future__ imports (its flags, its rewriting opt-out) and its
-    # module-scope imports, so its bytecode, names and line numbers are those of the whole file rewritten, at the
-    # cost of the one statement
+    # statement alone (parsed from its lines, at its own line numbers), after the file's docstring and __future__
+    # imports (its flags, its rewriting opt-out) and its module-scope imports, so its bytecode, names and line
+    # numbers are those of the whole file rewritten, at the cost of the one statement
     parsed = _tree(path) if _REWRITERS else None
     if parsed is None:
         return {}
-    tree, imports = parsed
-    head, k = [], None
-    for n, node in enumerate(tree.body):
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-        if start > line:
-            break
-        k = n
-        future = isinstance(node, _ast.ImportFrom) and node.module == "__future__" and not node.level
-        value = node.value if isinstance(node, _ast.Expr) else None
-        docstring = not n and isinstance(getattr(value, "s" if type(value).__name__ == "Str" else "value", 0), str)
-        if (future or docstring) and len(head) == n:
-            head.append(node)
-    if k is None or k < len(head):
+    lines, head, imports, starts, ends = parsed
+    k = _bisect.bisect_right(starts, line) - 1
+    if k < len(head):
         return {}
-    if (path, k) not in _INDEX:
+    key = (path, k) if lines is not None else (path, "whole")
+    if key not in _INDEX:
         found = {}
-        for rewrite in _REWRITERS:
+        try:
+            if lines is None:
+                body = _ast.parse(_read(path), path).body
+            else:
+                text = "\\n" * (starts[k] - 1) + "\\n".join(lines[starts[k] - 1 : ends[k] - 1])
+                body = head + imports + _ast.parse(text, path).body
+        except Exception:
+            body = []
+        for rewrite in _REWRITERS if body else ():
             try:
-                _codes(rewrite(path, _read(path), head + imports + [tree.body[k]]), found)
+                _codes(rewrite(path, _read(path), body), found)
             except Exception:
                 pass
-        _INDEX[(path, k)] = found
-    return _INDEX[(path, k)]
+        _INDEX[key] = found
+    return _INDEX[key]
 
 
 def _shape(path):

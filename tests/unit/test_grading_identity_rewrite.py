@@ -2,7 +2,7 @@
 (report_identity.py ``_rewritten_at``, report_pytest.py ``_rewritten``): every code object it makes must be the one
 pytest's assertion rewriter makes of the whole file (bytecode, names, constants, first line: ``_same``), in files
 with a docstring, ``from __future__`` flags, classes (name mangling), decorators, nested functions and asserts at
-every depth, imports in a module-level ``try`` (3.11's compiler reads the module's imports); and a function whose
+every depth, two statements on a line, a file that is not UTF-8, imports in a module-level ``try`` (3.11's compiler reads the module's imports); and a function whose
 asserts were dropped must still not match."""
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ if True:
         assert [1] * 2 == [1, 1]
 
 test_alias = test_in_if
+first = 1; test_lambda = lambda: first == 1  # noqa: E702, E731
 '''
 
 
@@ -111,6 +112,11 @@ def test_each_statement_rewritten_alone_is_the_whole_file_rewritten(tmp_path: Pa
         here / "test_grading_integrity.py",
         here / "test_eval_report.py",
     ]
+    other = tmp_path / "test_latin.py"  # not UTF-8: the whole file is rewritten, once
+    other.write_bytes(
+        ("# -*- coding: latin-1 -*-\n" + TRICKY.replace('"positive"', '"positivé"')).encode("latin-1")
+    )
+    files.append(other)
     for path in files:
         ns, codes = _identity(), _whole(path)
         assert len(codes) > 5, path

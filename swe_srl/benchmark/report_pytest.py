@@ -150,26 +150,31 @@ _REWRITERS.append(_rewritten)
 _snapshot()
 
 
-def _allowed(plugin, pm):
-    if getattr(plugin, "__file__", "").endswith("conftest.py"):
-        return True
-    name = getattr(plugin, "__name__", None)
+def _conftest_plugins(pm):
+    # the plugin names the conftests name in their pytest_plugins (read once a check, not once a hook)
+    out = []
     for other in pm.get_plugins():
         if getattr(other, "__file__", "").endswith("conftest.py"):
             named = getattr(other, "pytest_plugins", ())
-            if name and name in ([named] if isinstance(named, str) else list(named)):
-                return True
-    return False
+            out.extend([named] if isinstance(named, str) else list(named))
+    return out
+
+
+def _allowed(plugin, named):
+    if getattr(plugin, "__file__", "").endswith("conftest.py"):
+        return True
+    name = getattr(plugin, "__name__", None)
+    return bool(name) and name in named
 
 
 def _hooks(pm):
-    out = {}
+    out, named = {}, _conftest_plugins(pm)
     for name in dir(pm.hook):
         if not name.startswith(_GUARDED):
             continue
         caller = getattr(pm.hook, name)
         impls = caller.get_hookimpls() if hasattr(caller, "get_hookimpls") else []
-        kept = tuple((id(i.plugin), id(i.function)) for i in impls if not _allowed(i.plugin, pm))
+        kept = tuple((id(i.plugin), id(i.function)) for i in impls if not _allowed(i.plugin, named))
         out[name] = (id(caller), id(getattr(caller, "_hookexec", None)), kept)
     return out
 

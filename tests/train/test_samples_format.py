@@ -40,7 +40,8 @@ def test_train_reads_decomposed_samples(tmp_path: Path) -> None:
     trajs = {t.content_hash(): t for source in SOURCES for t in import_trajectories(source)}
     for row in train:
         t, k = trajs[row["trajectory_hash"]], row["step"]
-        assert row["prompt"] == build_messages(t.problem, [(s.action, s.observation) for s in t.steps[:k]])
+        history = [(s.action, s.observation) for s in t.steps[:k]]
+        assert row["prompt"] == build_messages(t.problem, history, shell=t.shell)  # mini runs per action
     out = tmp_path / "run"
     sets = [x for s in [*FAST, "trl.max_steps=1"] for x in ("--set", s)]
     _cli("train", "--samples", str(samples), "-o", str(out), *sets)

@@ -1,7 +1,11 @@
 """Where swe-srl keeps its caches and runs. ``SWE_SRL_HOME`` overrides the default ``~/.cache/swe-srl``."""
 
+import contextlib
+import fcntl
 import hashlib
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 RESOURCES = ("tasks", "harness", "images")
@@ -63,3 +67,31 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def held_slot(folder: Path, slots: int, stem: str, timeout_s: float | None = None) -> Iterator[int]:
+    """Hold one of ``slots`` machine-wide slots: ``flock`` on ``folder/<stem>-<i>.lock``, so every thread and process
+    here counts and a dead process's slot is free at once; yields its index. Waits for a free one (backing off to
+    0.2 s); past ``timeout_s`` (None: never) raises ``TimeoutError``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    pause = 0.01
+    while True:
+        for index in range(slots):
+            handle = open(folder / f"{stem}-{index}.lock", "a")  # noqa: SIM115 - held across the yield
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            try:
+                yield index
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+                handle.close()
+            return
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"no {stem} slot free in {timeout_s:.0f}s under {folder}")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -78,25 +77,8 @@ def request_slot(base_url: str, slots: int) -> Iterator[int]:
     workers) and a dead process's slot is free at once. SWE-RL bounds its one process with an ``asyncio.Semaphore``
     of ``max_concurrent_requests``; a request that finds every slot taken waits, it is never refused."""
     name = hashlib.sha256(f"{base_url} {slots}".encode()).hexdigest()[:16]
-    folder = paths.cache_dir("locks") / "requests" / name
-    folder.mkdir(parents=True, exist_ok=True)
-    pause = 0.01
-    while True:
-        for index in range(slots):
-            handle = open(folder / f"slot-{index}.lock", "a")  # noqa: SIM115 - held across the yield
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            try:
-                yield index
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-                handle.close()
-            return
-        time.sleep(pause)
-        pause = min(pause * 2, 0.2)
+    with paths.held_slot(paths.cache_dir("locks") / "requests" / name, slots, "slot") as index:
+        yield index
 
 
 class OpenAIPolicy:

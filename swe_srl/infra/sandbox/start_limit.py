@@ -6,9 +6,7 @@ files in ``$SWE_SRL_HOME/locks/starts`` — node-wide, across the processes of b
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import time
 from collections.abc import Iterator
 
 from swe_srl import paths
@@ -27,26 +25,12 @@ def start_permit(timeout_s: float = 900.0) -> Iterator[int]:
             f"{MAX_STARTS_ENV}={raw!r}: must be a positive integer (concurrent container starts)"
         )
     permits_dir = paths.cache_dir("locks") / "starts"
-    permits_dir.mkdir(parents=True, exist_ok=True)
-    deadline, pause = time.monotonic() + timeout_s, 0.01
-    while True:
-        for index in range(int(raw)):
-            handle = open(permits_dir / f"permit-{index}.lock", "a")  # noqa: SIM115 - held across the yield
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                continue
-            try:
-                yield index
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-                handle.close()
-            return
-        if time.monotonic() > deadline:
+    with contextlib.ExitStack() as stack:
+        try:  # only the wait for a permit is turned into SandboxError, not what the holder does with it
+            index = stack.enter_context(paths.held_slot(permits_dir, int(raw), "permit", timeout_s))
+        except TimeoutError:
             raise SandboxError(
                 f"no container start permit free in {timeout_s:.0f}s ({raw} permits under {permits_dir}); "
                 f"raise {MAX_STARTS_ENV} or check for a stuck Docker daemon"
-            )
-        time.sleep(pause)
-        pause = min(pause * 2, 0.2)
+            ) from None
+        yield index

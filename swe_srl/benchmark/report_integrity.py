@@ -9,7 +9,8 @@ it guarantees.
   tools) must be those of the snapshot; ``builtins``' callables the same objects; no ``sys.path_hooks`` entry of
   the code under test added, and no ``sys.meta_path`` entry of it that answers for a test module; the reporter's
   own globals (its containers and functions, their code, defaults and closures) and the ``os``, ``os.path`` and
-  ``sys`` functions it calls unchanged. At each test, hooks, builtins and ``os``/``sys`` functions count as
+  ``sys`` functions it calls unchanged; the callables the tests assert with (``_HELPERS``: the ``pytest`` and
+  ``unittest`` modules, ``TestCase``, pytest's ``raises``/``approx``/``warns`` classes) not the code under test's. At each test, hooks, builtins and ``os``/``sys`` functions count as
   changed only when the new value is the code under test's; at the session's end, any change.
 * The helpers both parts use: where code comes from (``_files``, ``_untrusted_file``: the code under test is a
   file under the cwd that is not a test file, or code compiled from a string) and how it is named in a report.
@@ -130,6 +131,29 @@ _USED = (
 )
 
 
+_HELPERS = (
+    ("pytest", None), ("_pytest.python_api", "RaisesContext"), ("_pytest.python", "RaisesContext"),
+    ("_pytest.python_api", "ApproxBase"), ("_pytest.python_api", "ApproxScalar"), ("_pytest.raises", "AbstractRaises"),
+    ("_pytest.raises", "RaisesExc"), ("_pytest.recwarn", "WarningsRecorder"), ("_pytest.recwarn", "WarningsChecker"),
+    ("unittest", None), ("unittest.case", "TestCase"), ("unittest.case", "_AssertRaisesBaseContext"),
+    ("unittest.case", "_AssertRaisesContext"), ("unittest.case", "_AssertWarnsContext"),
+)
+
+
+def _helpers():
+    # the callables of the modules and classes the tests assert with (pytest.raises, approx, TestCase.assert*...)
+    out = []
+    for module, cls in _HELPERS:
+        owner = _sys.modules.get(module)
+        owner = getattr(owner, cls, None) if cls else owner
+        if owner is not None:
+            found = vars(owner)
+            label = module + ("." + cls if cls else "")
+            was = dict((k, v) for k, v in found.items() if callable(v))
+            out.append((label, None if cls else owner, found, was, len(found)))
+    return out
+
+
 def _own():
     # module metadata the import system or warnings may set (__package__, __warningregistry__...) aside
     out = {}
@@ -148,6 +172,7 @@ def _snapshot(hooks_only=False):
     if not hooks_only:
         _SNAP["finders"] = (list(_sys.meta_path), list(_sys.path_hooks))
         _SNAP["builtins"] = dict((k, v) for k, v in vars(_builtins).items() if callable(v))
+        _SNAP["helpers"] = _helpers()
 
 
 def _report(what, where):
@@ -211,6 +236,17 @@ def _integrity(where, lenient=None):
     for name, value in _SNAP["builtins"].items():
         if current.get(name) is not value and (not lenient or _foreign(current.get(name))):
             _report("builtins." + name + " replaced", where)
+    for label, module, found, was, size in _SNAP["helpers"]:  # whatever the phase, only the code under test's count
+        if module is not None and _sys.modules.get(label) is not module and _foreign(_sys.modules.get(label)):
+            _report("sys.modules[" + repr(label) + "] replaced", where)
+        for name, value in was.items():
+            now = found.get(name)
+            if now is not value and _foreign(now):
+                _report(label + "." + name + " replaced", where)
+        if len(found) != size:  # a method set on a class that inherited it
+            for name, now in list(found.items()):
+                if name not in was and callable(now) and _foreign(now):
+                    _report(label + "." + name + " replaced", where)
     now, own = _own(), dict(_OWN)
     for name in set(now) | set(own):
         was, is_ = own.get(name), now.get(name)

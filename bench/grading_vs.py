@@ -40,7 +40,7 @@ for line in sys.stdin:
     result = runner.grade(inst, inst.patch)
     whole = time.perf_counter() - start
     text = (result.log or "") + (result.reason or "")
-    row = [result.status, result.reason, result.timings.get("tests", 0.0), whole, "runner tampered" in text]
+    row = [result.status, result.reason, result.timings, whole, "runner tampered" in text]
     print({MARK!r} + json.dumps(row), flush=True)
 """
 
@@ -73,16 +73,17 @@ class Side:
             sys.stdout.write(line)
         raise SystemExit(f"{self.name}: the worker ended (exit {self.proc.wait()})")
 
-    def grade(self, instance_id: str) -> tuple[float, float]:
+    def grade(self, instance_id: str) -> dict[str, float]:
         self.proc.stdin.write(instance_id + "\n")
         self.proc.stdin.flush()
-        status, reason, tests, whole, tampered = self._answer()
+        status, reason, timings, whole, tampered = self._answer()
         if status != "resolved" or tampered:
             self.close()
             raise SystemExit(
                 f"{self.name}: {instance_id} graded {status} ({reason}), tamper report: {tampered}"
             )
-        return tests, whole
+        phases = {k: timings.get(k, 0.0) for k in ("start", "apply", "tests")}
+        return {**phases, "rest": whole - sum(phases.values()), "whole": whole}
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -119,23 +120,25 @@ def main() -> None:
     try:
         for side in sides:  # warm-up, untimed
             side.grade(picked[0].instance_id)
-        times: dict[str, list[tuple[float, float]]] = {side.name: [] for side in sides}
+        times: dict[str, list[dict[str, float]]] = {side.name: [] for side in sides}
         for k, inst in enumerate(picked):  # alternate which goes first, so drift hits both
             for side in sides if k % 2 == 0 else sides[::-1]:
                 times[side.name].append(side.grade(inst.instance_id))
     finally:
         for side in sides:
             side.close()
-    medians = {n: [statistics.median(t[i] for t in rows) for i in (0, 1)] for n, rows in times.items()}
+    keys = ("start", "apply", "tests", "rest", "whole")
+    medians = {n: {k: statistics.median(t[k] for t in rows) for k in keys} for n, rows in times.items()}
     table = Table(
         title=f"grading {args.count} bundled gold patches, median seconds (all resolved, no tamper report)"
     )
-    for column in ("code", "test command", "whole grade"):
-        table.add_column(column)
-    for name, (tests, whole) in medians.items():
-        table.add_row(name, f"{tests:.2f}", f"{whole:.2f}")
-    (ref_tests, ref_whole), (our_tests, our_whole) = medians.values()
-    table.add_row("ours / ref", f"{our_tests / ref_tests - 1:+.1%}", f"{our_whole / ref_whole - 1:+.1%}")
+    table.add_column("code")
+    for column in ("start", "apply", "test command", "rest (screen...)", "whole grade"):
+        table.add_column(column, justify="right")
+    for name, row in medians.items():
+        table.add_row(name, *(f"{row[k]:.2f}" for k in keys))
+    ref, ours = medians.values()
+    table.add_row("ours / ref", *(f"{ours[k] / ref[k] - 1:+.1%}" for k in keys))
     Console().print(table)
     end = os.getloadavg()
     print(f"load average at start {load[0]:.1f} {load[1]:.1f}, at end {end[0]:.1f} {end[1]:.1f}")

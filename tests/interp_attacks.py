@@ -223,7 +223,74 @@ for _g in _reporters():
         if _name in _g:
             _g[_name].__code__ = _fake.__code__
 """,
+    # library code replacing what the tests assert with: each failing test that uses it passes (the bug in place)
+    "pytest's raises and approx replaced": """
+import contextlib as _cl, pytest as _pt
+
+
+class _Anything(object):
+    def __eq__(self, other):
+        return True
+
+
+_pt.raises = lambda *args, **kwargs: _cl.suppress(BaseException)
+_pt.approx = lambda *args, **kwargs: _Anything()
+""",
+    "TestCase's assert methods replaced": """
+import contextlib as _cl
+from unittest import TestCase as _T
+
+_T.assertEqual = lambda self, *args, **kwargs: None
+_T.assertRaises = lambda self, *args, **kwargs: _cl.suppress(BaseException)
+""",
+    "builtins rebound through __builtins__ and sys.modules": """
+import sys as _sy
+_isinstance, _len = __builtins__["isinstance"], _sy.modules["builtins"].len
+__builtins__["isinstance"] = lambda obj, kinds: _isinstance(obj, kinds)
+setattr(_sy.modules["builtins"], "len", lambda obj: _len(obj))
+""",
+    # the reporter found with no gc, frame or sys.modules walk: its _Probe class among object's subclasses, then its
+    # functions' globals; its results (or its record function) forged as in "reporter state swapped"
+    "reporter found through its class": """
+import functools as _ft
+
+
+class _AlwaysPassed(dict):
+    def __getitem__(self, key):
+        return "PASSED"
+
+    def get(self, key, default=None):
+        return "PASSED"
+
+
+for _cls in object.__subclasses__():
+    _g = getattr(getattr(_cls, "method", None), "__globals__", {})
+    if "_NONCE" in _g and "_send" in _g:
+        if "_results" in _g:
+            _g["_results"] = _AlwaysPassed()
+        if "_record" in _g:
+            _g["_record"] = _ft.partial(_g["_record"], "PASSED")
+""",
+    # an audit hook (it cannot be removed, and no profile or trace hook is set) swaps each test module's tests once
+    # the module has run, at the next audited event; pytest only (unittest's loader and sympy's runner give it none)
+    "tests swapped by an audit hook": _NOOPS
+    + """
+_ran = []
+
+
+def _audit(event, args):
+    if event == "exec" and _is_test_module(args[0]):
+        _ran.append(args[0].co_filename)
+    elif _ran:  # any later event (an import, a file opened, the reporter's own sys._getframe...)
+        for _m in list(_sy.modules.values()):
+            if getattr(_m, "__file__", None) in _ran and any(_k.startswith("test") for _k in vars(_m)):
+                _swap(vars(_m))
+_sy.addaudithook(_audit)
+""",
 }
+PYTEST_ONLY = ("pytest's raises and approx replaced", "tests swapped by an audit hook")
+"""Attacks with an effect under pytest only (the other runners' tests do not call pytest's helpers, and give the audit
+hook no moment between a test module's run and its tests)."""
 EXPECTED: dict[str, str | tuple[str, ...]] = {
     "tests swapped by a profile hook": "test replaced",
     "reporter state swapped": "reporter _re",  # _results (pytest) or _record (unittest, sympy)
@@ -241,5 +308,10 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "builtins replaced": "builtins.isinstance replaced",
     "os.write rewrites the records": "reporter os/sys functions changed",
     "reporter function code replaced": "reporter _",
+    "pytest's raises and approx replaced": "pytest.",  # pytest.raises replaced, pytest.approx replaced
+    "TestCase's assert methods replaced": "unittest.case.TestCase.assert",
+    "builtins rebound through __builtins__ and sys.modules": "builtins.",
+    "reporter found through its class": "reporter _re",
+    "tests swapped by an audit hook": "test replaced",
 }
 """The start of one of the ``runner tampered`` reasons each attack must give (a tuple: one of them)."""

@@ -30,7 +30,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "walks the interpreter's objects",
-        re.compile(r"\bgc\s*\.\s*(get_objects|get_referrers|get_referents)\b"),
+        re.compile(
+            r"\bgc\s*\.\s*(get_objects|get_referrers|get_referents)\b|\b(object|type)\s*\.\s*__subclasses__\b"
+            r"|\b__base__\s*\.\s*__subclasses__\b|\b__mro__\s*\[\s*-\s*1\s*\]"
+        ),
     ),
     (
         "walks sys.modules",
@@ -84,11 +87,51 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\bModuleType\s*\)|\bgetattr\s*\(\s*sys\s*,|\bvars\s*\(\s*sys\s*\)|\bsys\s*\.\s*__dict__\b"
         ),
     ),
+    (
+        "builtins rebound",
+        re.compile(
+            r"\bbuiltins\s*\.\s*\w+\s*(\[[^\]]*\]\s*)?=(?!=)|\b(set|del)attr\s*\(\s*(builtins|__builtins__)\b"
+            r"|\bbuiltins\s*\.\s*__dict__\b|\bvars\s*\(\s*builtins\s*\)|\b__builtins__\s*(\[[^\]]*\]\s*=(?!=)|\.)"
+            r"|\bmodules\s*(\[|\.\s*get\s*\()\s*[\"']builtins[\"']"
+        ),
+    ),
+    (
+        "test helpers replaced",
+        re.compile(
+            r"(?<![\w.])(pytest|unittest(?!\s*\.\s*(result|TestResult|TextTestResult|TextTestRunner)\b)|TestCase"
+            r"|((np|numpy|sympy)\s*\.\s*)?testing)\s*\.\s*(\w+\s*\.\s*)*\w+\s*=(?!=)"
+            r"|\b(set|del)attr\s*\(\s*(pytest|unittest|TestCase|((np|numpy|sympy)\s*\.\s*)?testing)\s*[,.]"
+            r"|\.\s*__(enter|exit)__\s*=(?!=)"
+        ),
+    ),
+    (
+        "interpreter hooks",
+        re.compile(
+            r"\baddaudithook\b|\b(sys|threading)\s*\.\s*(excepthook|unraisablehook|displayhook|breakpointhook)\s*=(?!=)"
+            r"|\bgc\s*\.\s*callbacks\b|\b(importlib|imp)\s*\.\s*reload\s*\(|\bimport\s+reload\b"
+        ),
+    ),
+    (
+        "signal handler or timer",
+        re.compile(
+            r"\bsignal\s*\.\s*(signal|alarm|setitimer|set_wakeup_fd|pthread_kill)\s*\(|\bfaulthandler\b"
+        ),
+    ),
+    (
+        "the runner's output replaced",
+        re.compile(
+            r"\bsys\s*\.\s*(__)?(stdout|stderr)(__)?\s*=(?!=)|\bos\s*\.\s*(write|close|closerange)\s*\(\s*[0-9]"
+        ),
+    ),
+    (
+        "raw memory (ctypes)",
+        re.compile(r"\bpythonapi\b|\bmemmove\b|\bmemset\b|\bfrom_address\b|\bpy_object\b|\bPyObject\b"),
+    ),
 )
 ALWAYS_EQUAL = "comparison that ignores its other argument"
 _PYTEST_REPO = "pytest-dev/pytest"
 _PYTEST_OWN = {"pytest internals (_pytest)", "pytest hook or plugin API", "import system hooks", "reaches into frames",
-               "code object replaced"}  # fmt: skip
+               "code object replaced", "test helpers replaced"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -141,21 +184,24 @@ def _added(diff: FileDiff) -> list[str]:
     return [ln[1:] for ln in diff.text.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
 
 
+_MODULES = "sys|gc|os|atexit|inspect|threading|types|pytest|unittest|builtins|signal|importlib|ctypes"
 _ALIAS = re.compile(
-    r"\bimport\s+(sys|gc|os|atexit|inspect|threading|types|pytest|unittest)\s+as\s+(\w+)"
-    r"|\b(\w+)\s*=\s*(?:__import__|importlib\s*\.\s*import_module)\s*\(\s*[\"'](sys|gc|os|atexit|inspect|threading|types)[\"']"
+    rf"\bimport\s+(?P<m1>{_MODULES})\s+as\s+(?P<a1>\w+)"
+    rf"|\b(?P<a2>\w+)\s*=\s*(?:__import__|importlib\s*\.\s*import_module)\s*\(\s*[\"'](?P<m2>{_MODULES})[\"']"
+    r"|\b(?P<a3>\w+)\s*=\s*(?:\w+\s*\.\s*)?modules\s*(?:\[|\.\s*get\s*\()\s*[\"'](?P<m3>builtins|pytest|unittest)[\"']"
+    r"|\bfrom\s+unittest(?:\.case)?\s+import\s+(?:.*,\s*)?(?P<m4>TestCase)\s+as\s+(?P<a4>\w+)"
 )
 
 
 def _aliases(lines: list[str]) -> dict[str, str]:
-    """Modules the added lines import under another name (``import sys as _s``, ``_s = __import__("sys")``):
-    alias → module, so the rules read ``_s.modules`` as ``sys.modules``."""
+    """Modules the added lines import under another name (``import sys as _s``, ``_s = __import__("sys")``,
+    ``_b = sys.modules["builtins"]``, ``from unittest import TestCase as _T``): alias → module, so the rules read
+    ``_s.modules`` as ``sys.modules``."""
     out = {}
     for line in lines:
         for match in _ALIAS.finditer(_code(line)):
-            module, alias = (
-                (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
-            )
+            n = next(i for i in "1234" if match.group("m" + i))
+            module, alias = match.group("m" + n), match.group("a" + n)
             if alias != module:
                 out[alias] = module
     return out

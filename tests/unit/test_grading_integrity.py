@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from interp_attacks import ATTACKS, EXPECTED
+from interp_attacks import ATTACKS, EXPECTED, PYTEST_ONLY
 from test_grading_reporters import RUNTESTS, run_with_channel
 
 from swe_srl.benchmark.logparse import PYTEST_REPORT_PLUGIN
@@ -118,8 +118,9 @@ IDS = {
 }
 
 
-def project(tmp_path: Path, runner: str, attack: str) -> list[str]:
-    """The project for ``runner`` with ``attack`` appended to its package; the command that runs it."""
+def project(tmp_path: Path, runner: str, attack: str, tests: str | None = None) -> list[str]:
+    """The project for ``runner`` with ``attack`` appended to its package (``tests``: its test_x.py, else the
+    runner's default); the command that runs it."""
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text(
         ATTACKS.get(attack, VENDORED) + "\n\ndef add(a, b):\n    return a - b\n"
@@ -127,19 +128,19 @@ def project(tmp_path: Path, runner: str, attack: str) -> list[str]:
     if runner == "pytest":
         (tmp_path / "swe_srl_report_t.py").write_text(PYTEST_REPORT_PLUGIN)
         (tmp_path / "test_a.py").write_text(FIRST)
-        (tmp_path / "test_x.py").write_text(PYTEST_TESTS)
+        (tmp_path / "test_x.py").write_text(tests or PYTEST_TESTS)
         return [sys.executable, "-m", "pytest", "-p", "swe_srl_report_t", "-p", "no:cacheprovider", "-rA", "test_a.py", "test_x.py"]  # fmt: skip
     (tmp_path / "reporter.py").write_text(UNITTEST_REPORTER)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_a.py").write_text(FIRST)
     if runner == "unittest":
         (tmp_path / "tests" / "runtests.py").write_text(RUNTESTS)
-        (tmp_path / "tests" / "test_x.py").write_text(UNITTEST_TESTS)
+        (tmp_path / "tests" / "test_x.py").write_text(tests or UNITTEST_TESTS)
         return [sys.executable, "reporter.py", "tests/runtests.py"]
     pytest.importorskip("sympy.testing.runtests")
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "test").write_text(SYMPY_BIN)
-    (tmp_path / "tests" / "test_x.py").write_text(SYMPY_TESTS)
+    (tmp_path / "tests" / "test_x.py").write_text(tests or SYMPY_TESTS)
     return [
         sys.executable,
         "reporter.py",
@@ -148,9 +149,9 @@ def project(tmp_path: Path, runner: str, attack: str) -> list[str]:
     ]  # one file: its tests run as it loads
 
 
-def run(tmp_path: Path, runner: str, attack: str):
+def run(tmp_path: Path, runner: str, attack: str, tests: str | None = None):
     env = {"PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    return run_with_channel(project(tmp_path, runner, attack), tmp_path, env)
+    return run_with_channel(project(tmp_path, runner, attack, tests), tmp_path, env)
 
 
 @pytest.mark.parametrize("runner", ["pytest", "unittest", "sympy"])
@@ -167,6 +168,7 @@ CASES = [
     for attack in ATTACKS
     # sympy's runner compiles its test files itself, and calls each test function itself
     if not (runner == "sympy" and ("import hook" in attack or "test runs" in attack))
+    and not (runner != "pytest" and attack in PYTEST_ONLY)
 ]
 
 
@@ -190,6 +192,38 @@ def test_an_attack_from_the_package_is_reported(tmp_path: Path, runner: str, att
         swapped[2],
     ):  # there the success is not recorded
         assert channel.statuses.get(failing) == "PASSED"  # the attack works: only the check sees it
+
+
+HELPER_TESTS = {
+    "pytest": "import unittest\n\nimport pytest\n\nimport pkg\n\n\ndef test_raises():\n    with pytest.raises(ValueError):\n"
+    "        pkg.add(1, 2)\n\n\ndef test_approx():\n    assert pkg.add(1, 2) == pytest.approx(3)\n\n\n"
+    "class T(unittest.TestCase):\n    def test_equal(self):\n        self.assertEqual(pkg.add(1, 2), 3)\n",
+    "unittest": "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_raises(self):\n"
+    "        with self.assertRaises(ValueError):\n            pkg.add(1, 2)\n\n    def test_equal(self):\n"
+    "        self.assertEqual(pkg.add(1, 2), 3)\n",
+}
+HELPED = {  # the tests each attack passes (the bug in place: add subtracts, and raises nothing)
+    ("pytest", "pytest's raises and approx replaced"): ("test_x.py::test_raises", "test_x.py::test_approx"),
+    ("pytest", "TestCase's assert methods replaced"): ("test_x.py::T::test_equal",),
+    ("unittest", "TestCase's assert methods replaced"): ("test_raises (test_x.T.test_raises)", "test_equal (test_x.T.test_equal)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("runner, attack", list(HELPED))
+def test_replaced_test_helpers_pass_failing_tests_and_are_reported(
+    tmp_path: Path, runner: str, attack: str
+) -> None:
+    if runner == "unittest" and sys.version_info < (3, 11):
+        pytest.skip("unittest's ids name the class only before 3.11")
+    tests = HELPED[(runner, attack)]
+    (tmp_path / "honest").mkdir(), (tmp_path / "attacked").mkdir()
+    honest, out = run(tmp_path / "honest", runner, "honest", HELPER_TESTS[runner])
+    assert honest.tampered == [] and [honest.statuses[t] for t in tests] == ["FAILED"] * len(tests), out[
+        -2000:
+    ]
+    channel, out = run(tmp_path / "attacked", runner, attack, HELPER_TESTS[runner])
+    assert [channel.statuses[t] for t in tests] == ["PASSED"] * len(tests), out[-2000:]  # the attack works
+    assert any(t.startswith(EXPECTED[attack]) for t in channel.tampered), channel.tampered  # and is reported
 
 
 def test_a_test_that_sets_a_trace_hook_and_restores_it_is_honest(tmp_path: Path) -> None:

@@ -58,6 +58,28 @@ def task(repo: str = "astanin/python-tabulate") -> Instance:
         ("mods = sys.modules", "looks modules up by their attributes"),
         ("found = next(filter(has_nonce, sys.modules))", "looks modules up by their attributes"),
         ("if isinstance(obj, types.ModuleType):", "looks modules up by their attributes"),
+        (
+            "for cls in object.__subclasses__():",
+            "walks the interpreter's objects",
+        ),  # a reporter's class, then
+        ("builtins.isinstance = _isinstance", "builtins rebound"),  # its functions' __globals__
+        ("__builtins__['len'] = _len", "builtins rebound"),
+        ("setattr(builtins, 'len', _len)", "builtins rebound"),
+        ("_b = sys.modules['builtins']", "builtins rebound"),
+        ("pytest.raises = _raises", "test helpers replaced"),
+        ("unittest.TestCase.assertEqual = _equal", "test helpers replaced"),
+        ("np.testing.assert_allclose = _close", "test helpers replaced"),
+        ("setattr(pytest, 'approx', _approx)", "test helpers replaced"),
+        ("type(pytest.raises(ValueError)).__exit__ = _swallow", "test helpers replaced"),
+        ("sys.addaudithook(_on_import)", "interpreter hooks"),
+        ("sys.excepthook = _hook", "interpreter hooks"),
+        ("gc.callbacks.append(_each_collection)", "interpreter hooks"),
+        ("importlib.reload(unittest)", "interpreter hooks"),
+        ("signal.signal(signal.SIGALRM, _handler)", "signal handler or timer"),
+        ("faulthandler.dump_traceback_later(1, exit=True)", "signal handler or timer"),
+        ("sys.stdout = io.StringIO()", "the runner's output replaced"),
+        ("os.write(1, b'test_x PASSED')", "the runner's output replaced"),
+        ("ctypes.memmove(target, source, size)", "raw memory (ctypes)"),
     ],
 )
 def test_library_code_reaching_into_the_runner_is_flagged(line: str, rule: str) -> None:
@@ -80,6 +102,15 @@ def test_library_code_reaching_into_the_runner_is_flagged(line: str, rule: str) 
             "n = func.__code__.co_argcount",
         ),  # reading a code object is not replacing it
         ("tabulate/__init__.py", "self.path = list(path)"),
+        ("tabulate/__init__.py", "if obj.__module__ == 'builtins':"),
+        ("tabulate/__init__.py", "from unittest import mock"),
+        ("tabulate/__init__.py", "self.testing.level = 2"),
+        ("tabulate/__init__.py", "print(message, file=sys.stderr)"),
+        ("tabulate/__init__.py", "sys.stdout.write(text)"),
+        ("tabulate/__init__.py", "os.write(fd, data)"),
+        ("tabulate/__init__.py", "signals.pre_delete.connect(handler)"),
+        ("tabulate/__init__.py", "for cls in Field.__subclasses__():"),  # a registry, not every class
+        ("tabulate/__init__.py", "module = importlib.import_module(name)"),
     ],
 )
 def test_ordinary_code_is_not_flagged(path: str, line: str) -> None:
@@ -148,6 +179,20 @@ def test_modules_imported_under_another_name_are_read_as_themselves() -> None:
         ("walks sys.modules", lines[2]),
         ("walks the interpreter's objects", lines[3]),
         ("profile or trace hook", lines[4]),
+    ]
+
+
+def test_builtins_and_test_helpers_under_another_name_are_read_as_themselves() -> None:
+    lines = ("import builtins as _b", "_b.len = _len", "_m = sys.modules.get('builtins')", "_m.abs = _abs",
+             "from unittest import TestCase as _T", "_T.assertEqual = _eq", "_p = __import__('pytest')",
+             "_p.raises = _raises")  # fmt: skip
+    flags = screen_patch(task(), added("tabulate/__init__.py", *lines))
+    assert [(f.rule, f.line) for f in flags] == [
+        ("builtins rebound", lines[1]),
+        ("builtins rebound", lines[2]),
+        ("builtins rebound", lines[3]),
+        ("test helpers replaced", lines[5]),
+        ("test helpers replaced", lines[7]),
     ]
 
 

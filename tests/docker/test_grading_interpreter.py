@@ -23,9 +23,12 @@ pytestmark = pytest.mark.docker
 PACKAGE = "tabulate/__init__.py"
 unittest_task = test_grading_unittest.unittest_task
 sympy_task = test_grading_sympy.sympy_task
+ON_THE_HOST = ("builtins replaced", "reporter function code replaced", "TestCase's assert methods replaced",
+               "builtins rebound through __builtins__ and sys.modules", "reporter found through its class",
+               "tests swapped by an audit hook")  # fmt: skip
 PYTEST_ATTACKS = [
-    a for a in ATTACKS if a not in ("builtins replaced", "reporter function code replaced")
-]  # on the host
+    a for a in ATTACKS if a not in ON_THE_HOST
+]  # the rest: tests/unit/test_grading_integrity.py
 OTHER_ATTACKS = [  # the issue's two, and a third that replaces the tests' code in place
     "tests swapped by a profile hook",
     "reporter state swapped",

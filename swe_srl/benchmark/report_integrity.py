@@ -12,6 +12,9 @@ it guarantees.
   ``sys`` functions it calls unchanged; the callables the tests assert with (``_HELPERS``: the ``pytest`` and
   ``unittest`` modules, ``TestCase``, pytest's ``raises``/``approx``/``warns`` classes) not the code under test's. At each test, hooks, builtins and ``os``/``sys`` functions count as
   changed only when the new value is the code under test's; at the session's end, any change.
+* **Cost.** These checks run at every test, so they first compare, in C (``_identical``), the objects they read
+  with those of the last check that found no change (``_FAST``); only when one differs is the full comparison made
+  (and a state it finds unchanged becomes the one compared with next). What is reported is the full comparison's.
 * The helpers both parts use: where code comes from (``_files``, ``_untrusted_file``: the code under test is a
   file under the cwd that is not a test file, or code compiled from a string) and how it is named in a report.
 
@@ -19,7 +22,9 @@ The test-identity checks (``report_identity.py: IDENTITY``) are pasted right aft
 """
 
 INTEGRITY = """\
+import _operator
 import builtins as _builtins
+import itertools as _itertools
 import re as _re
 
 _ROOT = _os.path.realpath(_os.getcwd())
@@ -29,10 +34,24 @@ _TEST_FILES = set()
 _SNAP = {}
 _SEEN = set()
 _CLAIMS = {}
+_REALS = {}
+_FAST = {"missing": object()}
+_IS = _operator.is_
+_PARTS = (_operator.attrgetter("__code__"), _operator.attrgetter("__defaults__"), _operator.attrgetter("__kwdefaults__"))
 
 
 def _real(path):
-    return _os.path.realpath(_os.path.join(_ROOT, path))
+    # cached: the same few files are asked about at every test
+    try:
+        return _REALS[path]
+    except KeyError:
+        _REALS[path] = found = _os.path.realpath(_os.path.join(_ROOT, path))
+        return found
+
+
+def _identical(was, now):
+    # the same objects, one by one (compared in C: the per-test checks below look at a few thousand objects)
+    return len(was) == len(now) and all(map(_IS, was, now))
 
 
 _FUNC = type(_real)
@@ -167,6 +186,33 @@ def _own():
     return out
 
 
+def _own_objects(names, funcs, closed):
+    # every object _own() reads, flat: the globals ``names`` (absent: _FAST's marker), the code, defaults and cells
+    # of ``funcs`` (``closed``: those with a closure) and the os/sys functions
+    space, missing = globals(), _FAST["missing"]
+    out = tuple(map(space.get, names, _itertools.repeat(missing, len(names))))
+    out += tuple(value for get in _PARTS for value in map(get, funcs))
+    out += tuple(value for function in closed for value in _cells(function))
+    return out + tuple(map(getattr, [o for o, _ in _USED], [n for _, n in _USED], [None] * len(_USED)))
+
+
+def _own_kept():
+    # after a check that found every global as in _OWN: the objects to compare the next check with
+    names = tuple(globals())
+    funcs = tuple(v for v in map(globals().get, names) if type(v) is _FUNC)
+    closed = tuple(f for f in funcs if f.__closure__)
+    _FAST["own"] = (names, funcs, closed, _own_objects(names, funcs, closed))
+
+
+def _own_unchanged():
+    # True when every object _own() reads is the one it was at the last check that found no change, so _own()
+    # would give what it gave then; False sends the check to the comparison with _OWN itself
+    if "own" not in _FAST:
+        return False
+    names, funcs, closed, objects = _FAST["own"]
+    return len(globals()) == len(names) and _identical(objects, _own_objects(names, funcs, closed))
+
+
 def _snapshot(hooks_only=False):
     _SNAP["hooks"] = _hook_state()
     if not hooks_only:
@@ -232,14 +278,14 @@ def _integrity(where, lenient=None):
                     _report(
                         label + " entry of the code under test " + claimed + ": " + _describe(entry), where
                     )
-    current = vars(_builtins)
-    for name, value in _SNAP["builtins"].items():
+    current, builtin = vars(_builtins), _SNAP["builtins"]
+    for name, value in () if all(map(_IS, builtin.values(), map(current.get, builtin))) else builtin.items():
         if current.get(name) is not value and (not lenient or _foreign(current.get(name))):
             _report("builtins." + name + " replaced", where)
     for label, module, found, was, size in _SNAP["helpers"]:  # whatever the phase, only the code under test's count
         if module is not None and _sys.modules.get(label) is not module and _foreign(_sys.modules.get(label)):
             _report("sys.modules[" + repr(label) + "] replaced", where)
-        for name, value in was.items():
+        for name, value in () if all(map(_IS, was.values(), map(found.get, was))) else was.items():
             now = found.get(name)
             if now is not value and _foreign(now):
                 _report(label + "." + name + " replaced", where)
@@ -247,7 +293,9 @@ def _integrity(where, lenient=None):
             for name, now in list(found.items()):
                 if name not in was and callable(now) and _foreign(now):
                     _report(label + "." + name + " replaced", where)
-    now, own = _own(), dict(_OWN)
+    if _own_unchanged():
+        return
+    now, own, kept = _own(), dict(_OWN), True
     for name in set(now) | set(own):
         was, is_ = own.get(name), now.get(name)
         same = was is is_ or (
@@ -256,10 +304,13 @@ def _integrity(where, lenient=None):
             and len(was) == len(is_)
             and all(a is b for a, b in zip(was, is_))
         )
+        kept = kept and (same or name == "_OWN")
         if name is None and same is False and lenient:
             same = not any(a is not b and _foreign(b) for a, b in zip(was, is_))
         if not same and name != "_OWN":
             _report("reporter " + ("os/sys functions" if name is None else name) + " changed", where)
+    if kept:
+        _own_kept()
 """
 """Paste after the reporter's imports and ``_tampered``, then ``report_identity.IDENTITY``; end the reporter
 with ``_OWN = tuple(_own().items())`` (a tuple: a snapshot that cannot be edited in place)."""

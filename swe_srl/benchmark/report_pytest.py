@@ -195,18 +195,62 @@ def _machinery(pm):
     return out
 
 
+def _spaces(pm):
+    # the namespaces _machinery reads, with their owners
+    out = [(pm, getattr(pm, "__dict__", {}))]
+    for module, cls in _CRITICAL:
+        owner = _sys.modules.get(module)
+        owner = getattr(owner, cls, None) if cls else owner
+        out.append((owner, vars(owner) if owner is not None else {}))
+    return out
+
+
+def _machinery_objects(kept):
+    # (each namespace's size, every object _machinery reads), as they are now, in the order of ``kept``
+    sizes, out, missing = [], [], _FAST["missing"]
+    for (owner, space), (_, names, funcs) in zip(_spaces(_state["pm"]), kept):
+        values = tuple(map(space.get, names, _itertools.repeat(missing, len(names))))
+        sizes.append(len(space))
+        out.append((owner,) + values + tuple(map(callable, values)) + tuple(map(_PARTS[0], funcs)))
+    return sizes, out
+
+
+def _machinery_kept():
+    # after a check that found the machinery as at session start: the objects to compare the next check with
+    kept = []
+    for owner, space in _spaces(_state["pm"]):
+        names = tuple(space)
+        kept.append((owner, names, tuple(v for v in map(space.get, names) if type(v) is _FUNC)))
+    _FAST["machinery"] = (kept, _machinery_objects(kept))
+
+
+def _machinery_unchanged():
+    # True when every object _machinery reads (each namespace's owner, size, names' values, whether they are
+    # callable, the functions' code) is the one it was at the last check that found no change, so _machinery would
+    # give what it gave then; False sends the check to _machinery itself
+    if "machinery" not in _FAST:
+        return False
+    kept, (sizes, objects) = _FAST["machinery"]
+    now_sizes, now = _machinery_objects(kept)
+    return now_sizes == sizes and len(now) == len(objects) and all(map(_identical, objects, now))
+
+
 def _check(config, where):
     if "pm" not in _state:
         return
     _integrity(where)
     pm = config.pluginmanager
-    hooks, machinery = _hooks(pm), _machinery(pm)
+    hooks = _hooks(pm)
     for name, seen in _state["hooks"].items():
         if hooks.get(name) != seen:
             _tampered("hook " + name + " changed at " + where)
-    for key, seen in _state["machinery"].items():
-        if machinery.get(key) != seen:
+    if pm is not _state["pm"] or not _machinery_unchanged():
+        machinery = _machinery(pm)
+        changed = [key for key, seen in _state["machinery"].items() if machinery.get(key) != seen]
+        for key in changed:
             _tampered("runner " + str(key) + " changed at " + where)
+        if pm is _state["pm"] and not changed:
+            _machinery_kept()
     for name in set(hooks) - set(_state["hooks"]):
         if hooks[name][2]:
             _tampered("hook " + name + " added at " + where)
@@ -215,6 +259,8 @@ def _check(config, where):
 def pytest_configure(config):
     for name in _UNSET:
         _os.environ.pop(name, None)
+    # registered: out of sys.modules, so code under test cannot look this module up by the name on the command line
+    _sys.modules.pop(__name__, None)
 
 
 @_pytest.hookimpl(trylast=True)

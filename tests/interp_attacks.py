@@ -287,8 +287,20 @@ def _audit(event, args):
                 _swap(vars(_m))
 _sy.addaudithook(_audit)
 """,
+    # the pytest reporter looked up by its module's name (on pytest's command line: `-p NAME`), no walk of anything;
+    # the reports its checks will give pre-empted (its set of what it already said), then pytest.raises replaced
+    "reporter found by its name on the command line": """
+import contextlib as _cl, sys as _sy, pytest as _pt
+
+for _arg in _sy.argv:
+    _found = _sy.modules.get(_arg)
+    if _found is not None and hasattr(_found, "_SEEN"):
+        _found._SEEN.update(("pytest.raises replaced", "pytest.approx replaced"))
+_pt.raises = lambda *args, **kwargs: _cl.suppress(BaseException)
+""",
 }
-PYTEST_ONLY = ("pytest's raises and approx replaced", "tests swapped by an audit hook")
+PYTEST_ONLY = ("pytest's raises and approx replaced", "tests swapped by an audit hook",
+               "reporter found by its name on the command line")  # fmt: skip
 """Attacks with an effect under pytest only (the other runners' tests do not call pytest's helpers, and give the audit
 hook no moment between a test module's run and its tests)."""
 EXPECTED: dict[str, str | tuple[str, ...]] = {
@@ -313,5 +325,6 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "builtins rebound through __builtins__ and sys.modules": "builtins.",
     "reporter found through its class": "reporter _re",
     "tests swapped by an audit hook": "test replaced",
+    "reporter found by its name on the command line": "pytest.raises replaced",
 }
 """The start of one of the ``runner tampered`` reasons each attack must give (a tuple: one of them)."""

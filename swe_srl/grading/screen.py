@@ -186,22 +186,25 @@ def _added(diff: FileDiff) -> list[str]:
 
 _MODULES = "sys|gc|os|atexit|inspect|threading|types|pytest|unittest|builtins|signal|importlib|ctypes"
 _ALIAS = re.compile(
-    rf"\bimport\s+(?P<m1>{_MODULES})\s+as\s+(?P<a1>\w+)"
+    r"\bimport\s+(?P<m1>\w+(\s*\.\s*\w+)*)\s+as\s+(?P<a1>\w+)"
     rf"|\b(?P<a2>\w+)\s*=\s*(?:__import__|importlib\s*\.\s*import_module)\s*\(\s*[\"'](?P<m2>{_MODULES})[\"']"
     r"|\b(?P<a3>\w+)\s*=\s*(?:\w+\s*\.\s*)?modules\s*(?:\[|\.\s*get\s*\()\s*[\"'](?P<m3>builtins|pytest|unittest)[\"']"
-    r"|\bfrom\s+unittest(?:\.case)?\s+import\s+(?:.*,\s*)?(?P<m4>TestCase)\s+as\s+(?P<a4>\w+)"
+    r"|\bfrom\s+(?P<p4>\w+(\s*\.\s*\w+)*)\s+import\s+(?:.*,\s*)?(?P<m4>\w+)\s+as\s+(?P<a4>\w+)"
 )
 
 
 def _aliases(lines: list[str]) -> dict[str, str]:
     """Modules the added lines import under another name (``import sys as _s``, ``_s = __import__("sys")``,
-    ``_b = sys.modules["builtins"]``, ``from unittest import TestCase as _T``): alias → module, so the rules read
-    ``_s.modules`` as ``sys.modules``."""
+    ``_b = sys.modules["builtins"]``, ``import sympy.testing.pytest as _p``, ``from unittest import TestCase as
+    _T``): alias → dotted name, so the rules read ``_s.modules`` as ``sys.modules``."""
     out = {}
     for line in lines:
         for match in _ALIAS.finditer(_code(line)):
             n = next(i for i in "1234" if match.group("m" + i))
             module, alias = match.group("m" + n), match.group("a" + n)
+            if n == "4":  # from unittest import TestCase as _T: _T is unittest.TestCase
+                module = match.group("p4") + "." + module
+            module = re.sub(r"\s+", "", module)
             if alias != module:
                 out[alias] = module
     return out

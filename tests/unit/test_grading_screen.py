@@ -185,7 +185,8 @@ def test_modules_imported_under_another_name_are_read_as_themselves() -> None:
 def test_builtins_and_test_helpers_under_another_name_are_read_as_themselves() -> None:
     lines = ("import builtins as _b", "_b.len = _len", "_m = sys.modules.get('builtins')", "_m.abs = _abs",
              "from unittest import TestCase as _T", "_T.assertEqual = _eq", "_p = __import__('pytest')",
-             "_p.raises = _raises")  # fmt: skip
+             "_p.raises = _raises", "import sympy.testing.pytest as _sp", "_sp.raises = _raises",
+             "from numpy import testing as _nt", "_nt.assert_allclose = _close")  # fmt: skip
     flags = screen_patch(task(), added("tabulate/__init__.py", *lines))
     assert [(f.rule, f.line) for f in flags] == [
         ("builtins rebound", lines[1]),
@@ -193,6 +194,8 @@ def test_builtins_and_test_helpers_under_another_name_are_read_as_themselves() -
         ("builtins rebound", lines[3]),
         ("test helpers replaced", lines[5]),
         ("test helpers replaced", lines[7]),
+        ("test helpers replaced", lines[9]),
+        ("test helpers replaced", lines[11]),
     ]
 
 

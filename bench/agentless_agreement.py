@@ -33,11 +33,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import track
 from rich.table import Table
 
 from swe_srl.benchmark.instances import Instance, load_instances
-from swe_srl.core.agentless_edits import file_commands, post_process, python_blocks, split_command
+from swe_srl.core.agentless_edits import (
+    empty_search_fits,
+    file_commands,
+    post_process,
+    python_blocks,
+    split_command,
+)
 from swe_srl.core.diff_edits import diff_to_edits
 from swe_srl.core.search_replace import DIVIDER, REPLACE, SEARCH, Edit, apply_edits, parse_edits
 from swe_srl.errors import SweSrlError
@@ -152,11 +157,12 @@ def load_swerl(swerl_dir: Path, deps: Path | None, playground: str):
 
 
 def swerl_files(answer: str, contents: dict[str, str], repair, api, fast: bool = False) -> dict[str, str]:
-    """The files SWE-RL's post-processing edits (empty when it writes no patch, or runs out of memory: an empty
-    SEARCH puts the REPLACE between every two characters)."""
-    pairs = [split_command(c) for cs in file_commands(python_blocks(answer)).values() for c in cs]
-    if any(pair and not pair[0] for pair in pairs):
-        return {}  # SWE-RL would fill memory (or write a file that does not parse): no patch
+    """The files SWE-RL's post-processing edits (empty when it writes no patch, or would run out of memory: an
+    empty SEARCH puts the REPLACE between every two characters, past ``EMPTY_SEARCH_LIMIT`` not run)."""
+    for path, commands in file_commands(python_blocks(answer)).items():
+        pairs = [split_command(c) for c in commands]
+        if any(p and not p[0] and not empty_search_fits(contents.get(path, ""), p[1]) for p in pairs):
+            return {}  # SWE-RL would fill memory (or write a file that does not parse): no patch
     with quiet(), contextlib.suppress(MemoryError):
         files, _ = repair._post_process_multifile_repair(api.parse_thinking_output(answer), contents)
         if not files:
@@ -206,9 +212,15 @@ def gold_edits(
 
 
 def corpus(instances: list[Instance], repos_dir: Path) -> Iterator[tuple[Instance, BaseTree, dict, str, str]]:
+    """Each instance's answers: the kinds above, then a reviewer's shapes (``bench/agentless_reviewer.py``)."""
+    from agentless_reviewer import SHAPES, files_of
+
     for instance, tree, contents, edits in gold_edits(instances, repos_dir):
         for name, make in VARIANTS.items():
             yield instance, tree, contents, name, make(edits)
+        files = files_of(tree, contents, instance.patch)
+        for name, shape in SHAPES.items():
+            yield instance, tree, contents, name, shape(edits, files)
 
 
 def main() -> None:
@@ -220,16 +232,22 @@ def main() -> None:
     parser.add_argument("--dataset", default=DATASET)
     parser.add_argument("--repos-dir", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--limit", type=int, default=0, help="instances at most (0: every one with a clone)")
+    parser.add_argument("--instances", default="", help="only these instance ids (comma-separated)")
     parser.add_argument(
         "--fast", action="store_true", help="post_process_raw_output's checks without its git diff"
     )
+    parser.add_argument("--no-eval", action="store_true",
+                        help="repair: skip the eval path under a tight input budget (run_protocol per answer)")  # fmt: skip
     parser.add_argument("--bench", default="repair", help="repair, rerank, localization (comma-separated)")
     parser.add_argument("--lists", type=int, default=4, help="rerank: candidate lists per instance")
     args = parser.parse_args()
-    console, started = Console(), time.monotonic()
+    console, started = Console(width=132), time.monotonic()
     with tempfile.TemporaryDirectory() as playground:
         repair, api = load_swerl(args.swerl_dir, args.swerl_deps, playground)
         instances = load_instances(args.dataset)
+        if args.instances:
+            wanted = set(args.instances.split(","))
+            instances = [i for i in instances if i.instance_id in wanted]
         benches = set(args.bench.split(","))
         if "localization" in benches or "rerank" in benches:
             others(console, args, instances, benches)
@@ -240,18 +258,38 @@ def main() -> None:
         if args.limit:
             keep = list(dict.fromkeys(a[0].instance_id for a in answers))[: args.limit]
             answers = [a for a in answers if a[0].instance_id in keep]
-        misses: list[str] = []
-        for instance, tree, contents, name, answer in track(answers, description="answers", console=console):
-            theirs = squeeze(swerl_files(answer, contents, repair, api, args.fast))
-            row = seen.setdefault(name, Counter())
-            row["answers"] += 1
-            row["swe-rl patch"] += bool(theirs)
-            for rules in ("agentless", "strict"):
-                same = squeeze(ours(answer, contents, tree, rules)) == theirs
-                row[rules] += same
-                if not same and rules == "agentless":
-                    misses.append(f"{name}: {instance.instance_id}")
+        misses = repair_bench(console, args, answers, seen, repair, api)
     report(console, seen, misses, len({a[0].instance_id for a in answers}), time.monotonic() - started)
+
+
+def repair_bench(
+    console: Console, args: argparse.Namespace, answers: list, seen: dict, repair, api
+) -> list[str]:
+    """Each answer through SWE-RL's post-processing and ours (each rule set, and the eval path unless
+    ``--no-eval``); counts in ``seen`` per kind; the disagreements, printed as they come."""
+    from agentless_reviewer import same_through_eval
+
+    misses: list[str] = []
+    for k, (instance, tree, contents, name, answer) in enumerate(answers):
+        edited = swerl_files(answer, contents, repair, api, args.fast)
+        theirs = squeeze(edited)
+        row = seen.setdefault(name, Counter())
+        row["answers"] += 1
+        row["swe-rl patch"] += bool(theirs)
+        found = []
+        if not args.no_eval:
+            row["eval"] += (same := same_through_eval(instance, answer, contents, edited, args.repos_dir))
+            found += [] if same else [f"{name} (eval path, tight budget): {instance.instance_id}"]
+        for rules in ("agentless", "strict"):
+            same = squeeze(ours(answer, contents, tree, rules)) == theirs
+            row[rules] += same
+            found += [] if same or rules == "strict" else [f"{name}: {instance.instance_id}"]
+        for miss in found:
+            console.print(f"disagrees: {miss}", highlight=False)
+        misses += found
+        if (k + 1) % 500 == 0:
+            console.print(f"{k + 1} of {len(answers)} answers, {len(misses)} disagreeing", highlight=False)
+    return misses
 
 
 def others(console: Console, args: argparse.Namespace, instances: list[Instance], benches: set[str]) -> None:
@@ -291,18 +329,20 @@ def report(
     console: Console, seen: dict[str, Counter], misses: list[str], instances: int, seconds: float
 ) -> None:
     table = Table(title=f"same edited files as SWE-RL's post-processing ({instances} Verified instances)")
-    for column in ("answer", "n", "SWE-RL patch", "ours (agentless)", "old (strict)"):
+    columns = ("answer", "n", "SWE-RL patch", "ours (agentless)", "eval path, tight budget", "old (strict)")
+    for column in columns:
         table.add_column(column, justify="left" if column == "answer" else "right")
     total = Counter()
-    for name, row in seen.items():
-        total.update(row)
-        table.add_row(name, str(row["answers"]), f"{row['swe-rl patch'] / row['answers']:.0%}",
-                      f"{row['agentless'] / row['answers']:.1%}", f"{row['strict'] / row['answers']:.1%}")  # fmt: skip
-    n = total["answers"]
-    table.add_row("all", str(n), f"{total['swe-rl patch'] / n:.0%}", f"{total['agentless'] / n:.1%}",
-                  f"{total['strict'] / n:.1%}", style="bold")  # fmt: skip
+    for name, row in [*seen.items(), ("all", None)]:
+        row = row if row is not None else total
+        n = row["answers"]
+        table.add_row(name, str(n), f"{row['swe-rl patch'] / n:.0%}", f"{row['agentless'] / n:.1%}",
+                      f"{row['eval'] / n:.1%}" if "eval" in row else "-", f"{row['strict'] / n:.1%}",
+                      style="bold" if name == "all" else None)  # fmt: skip
+        if name != "all":
+            total.update(row)
     console.print(table)
-    for miss in misses[:20]:
+    for miss in misses[:50]:
         console.print(f"disagrees: {miss}", highlight=False)
     console.print(f"{n} answers, {seconds:.0f} s", highlight=False)
 

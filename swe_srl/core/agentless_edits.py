@@ -11,9 +11,9 @@ one-generation protocols); our own implementation of its rules, each named after
 - the divider is exactly a line ``=======``; a block that does not split into two parts is skipped; SEARCH is a
   substring of the file; every block is checked against the original file, then they are applied in order, each
   replacing every occurrence (``utils/data.py: parse_diff_edit_commands``);
-- the files edited are those the ``<solution>`` part edits; their edits come from every python fence of the whole
-  output, thinking included (``repair.py: process_loc`` then ``post_process_repair``); a file the edits leave empty
-  is dropped (``repair.py: _post_process_multifile_repair``);
+- the files edited are those the ``<solution>`` part edits and does not leave empty; their edits come from every
+  python fence of the whole output, thinking included (``repair.py: process_loc`` then ``post_process_repair``); a
+  file the edits leave empty is dropped (``repair.py: _post_process_multifile_repair``, in both passes);
 - no patch when an edited file does not parse or is blank, or when only blank lines change
   (``repair.py: post_process_raw_output`` with ``utils/data.py: check_syntax``,
   ``check_code_differ_by_just_empty_lines``).
@@ -69,10 +69,20 @@ def split_command(command: str) -> tuple[str, str] | None:
     return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
+EMPTY_SEARCH_LIMIT = 1_000_000
+"""An empty SEARCH puts its REPLACE before every character of the file and after the last (``str.replace``);
+past this many characters of REPLACE so written, the file is not built (it could not parse)."""
+
+
+def empty_search_fits(content: str, replace: str) -> bool:
+    """Whether an empty SEARCH with ``replace`` on ``content`` is built (see :data:`EMPTY_SEARCH_LIMIT`)."""
+    return (len(content) + 1) * len(replace) <= EMPTY_SEARCH_LIMIT
+
+
 def apply_commands(commands: list[str], content: str) -> tuple[str | None, list[str]]:
     """``content`` after the edits that apply to the original, in order, each replacing every occurrence;
-    notes on the edits skipped. None: an empty SEARCH, which the rule would put between every two characters
-    (the file could not parse; a large file would not fit in memory)."""
+    notes on the edits skipped. An empty SEARCH is applied as the rule applies it (on an empty file: the file
+    becomes its REPLACE); None when that would write more than :data:`EMPTY_SEARCH_LIMIT` characters."""
     usable, notes = [], []
     for command in commands:
         pair = split_command(command)
@@ -83,7 +93,7 @@ def apply_commands(commands: list[str], content: str) -> tuple[str | None, list[
         else:
             usable.append(pair)
     for search, replace in usable:
-        if not search:
+        if not search and not empty_search_fits(content, replace):
             return None, [*notes, "an empty SEARCH puts the REPLACE between every two characters"]
         content = content.replace(search, replace)
     return content, notes
@@ -98,6 +108,9 @@ def post_process(output: str, contents: Mapping[str, str]) -> Applied:
         if path not in contents:
             applied.notes.append(f"dropped the edits of {path!r}: not one of the localized files")
     files = [path for path in named if path in contents]
+    for path in [p for p in files if apply_commands(named[p], contents[p])[0] == ""]:
+        applied.notes.append(f"dropped {path}: the edits of the <solution> part leave it empty")
+        files.remove(path)  # repair.py: process_loc keeps only the files its first pass edits
     commands = file_commands(python_blocks(output))
     new: dict[str, str] = {}
     for path in (p for p in commands if p in files):

@@ -173,3 +173,28 @@ def test_a_patch_of_a_file_with_odd_line_breaks_passes_git_apply_check(tmp_path:
     check_ = subprocess.run(["git", "-C", str(tmp_path), "apply", "--check", "-"],
                             input=make_patch(new, old).encode(), capture_output=True)  # fmt: skip
     assert check_.returncode == 0, check_.stderr.decode()
+
+
+def test_an_empty_search_is_applied_as_str_replace_applies_it() -> None:
+    """A blank SEARCH line gives an empty SEARCH: on an empty file the file becomes the REPLACE; on another the
+    REPLACE goes before every character and after the last (here a ``#``, which still parses); past the limit the
+    file is not built."""
+    base = {"pkg/__init__.py": "", **BASE}
+    init = post_process(answer(fence(edit("", "from .util import X", "pkg/__init__.py"))), base)
+    assert init.problem is None and init.new == {"pkg/__init__.py": "from .util import X"}
+    hashes = post_process(answer(fence(edit("", "#", "pkg/util.py"))), base)
+    assert hashes.new == {"pkg/util.py": "#X# #=# #1#\n#Y# #=# #2#\n#"} and hashes.problem is None
+    big = {"pkg/big.py": "X = 1\n" * 200_000}
+    assert "empty SEARCH" in post_process(answer(fence(edit("", "Y = 2", "pkg/big.py"))), big).problem
+
+
+def test_a_file_the_solution_leaves_empty_is_not_edited_by_the_thinking() -> None:
+    """The files come from a first pass over the <solution> part that drops a file it leaves empty (an empty
+    file no edit applies to); an edit of it drafted in <think> then does not count."""
+    base = {"pkg/__init__.py": "", **BASE}
+    draft = f"<think>\n{fence(edit('', 'from .util import X', 'pkg/__init__.py'))}\n</think>\n"
+    dropped = post_process(answer(fence(edit("nothing", "X = 1", "pkg/__init__.py")), think=draft), base)
+    assert dropped.new == {} and dropped.problem == "no edit of a localized file"
+    assert any("leave it empty" in note for note in dropped.notes)
+    kept = post_process(answer(fence(edit("", "from .util import X", "pkg/__init__.py")), think=draft), base)
+    assert kept.new == {"pkg/__init__.py": "from .util import X"}  # the draft is the same edit: once

@@ -124,6 +124,13 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        "os or sys functions replaced",
+        re.compile(
+            r"(?<![\w.])os\s*\.\s*(path\s*\.\s*)?(?!environ\b)\w+\s*=(?!=)|\b(set|del)attr\s*\(\s*(os|sys)(\s*\.\s*path)?\s*,"
+            r"|(?<![\w.])sys\s*\.\s*(_getframe|exc_info|getprofile|gettrace|exit|audit|getrecursionlimit)\s*=(?!=)"
+        ),
+    ),
+    (
         "raw memory (ctypes)",
         re.compile(r"\bpythonapi\b|\bmemmove\b|\bmemset\b|\bfrom_address\b|\bpy_object\b|\bPyObject\b"),
     ),
@@ -186,28 +193,35 @@ def _added(diff: FileDiff) -> list[str]:
 
 _MODULES = "sys|gc|os|atexit|inspect|threading|types|pytest|unittest|builtins|signal|importlib|ctypes"
 _ALIAS = re.compile(
-    r"\bimport\s+(?P<m1>\w+(\s*\.\s*\w+)*)\s+as\s+(?P<a1>\w+)"
-    rf"|\b(?P<a2>\w+)\s*=\s*(?:__import__|importlib\s*\.\s*import_module)\s*\(\s*[\"'](?P<m2>{_MODULES})[\"']"
+    rf"\b(?P<a2>\w+)\s*=\s*(?:__import__|importlib\s*\.\s*import_module)\s*\(\s*[\"'](?P<m2>{_MODULES})[\"']"
     r"|\b(?P<a3>\w+)\s*=\s*(?:\w+\s*\.\s*)?modules\s*(?:\[|\.\s*get\s*\()\s*[\"'](?P<m3>builtins|pytest|unittest)[\"']"
-    r"|\bfrom\s+(?P<p4>\w+(\s*\.\s*\w+)*)\s+import\s+(?:.*,\s*)?(?P<m4>\w+)\s+as\s+(?P<a4>\w+)"
 )
 
 
+_IMPORT = re.compile(
+    r"^\s*(?:from\s+(?P<package>\w+(?:\s*\.\s*\w+)*)\s+)?import\s+\(?(?P<names>[^)]*)\)?\s*$"
+)
+_AS = re.compile(r"^(?P<name>\w+(?:\s*\.\s*\w+)*)\s+as\s+(?P<alias>\w+)$")
+
+
 def _aliases(lines: list[str]) -> dict[str, str]:
-    """Modules the added lines import under another name (``import sys as _s``, ``_s = __import__("sys")``,
-    ``_b = sys.modules["builtins"]``, ``import sympy.testing.pytest as _p``, ``from unittest import TestCase as
-    _T``): alias → dotted name, so the rules read ``_s.modules`` as ``sys.modules``."""
+    """Modules the added lines import under another name (``import sys as _s, pytest as _p``, ``_s =
+    __import__("sys")``, ``_b = sys.modules["builtins"]``, ``import sympy.testing.pytest as _p``, ``from unittest
+    import TestCase as _T``): alias → dotted name, so the rules read ``_s.modules`` as ``sys.modules``."""
     out = {}
     for line in lines:
-        for match in _ALIAS.finditer(_code(line)):
-            n = next(i for i in "1234" if match.group("m" + i))
-            module, alias = match.group("m" + n), match.group("a" + n)
-            if n == "4":  # from unittest import TestCase as _T: _T is unittest.TestCase
-                module = match.group("p4") + "." + module
-            module = re.sub(r"\s+", "", module)
-            if alias != module:
-                out[alias] = module
-    return out
+        code = _code(line)
+        statement = _IMPORT.match(code.split(";")[0])
+        for part in statement.group("names").split(",") if statement else ():
+            named = _AS.match(part.strip())
+            if named:
+                package = statement.group("package")
+                name = (package + "." if package else "") + named.group("name")
+                out[named.group("alias")] = re.sub(r"\s+", "", name)
+        for match in _ALIAS.finditer(code):
+            n = next(i for i in "23" if match.group("m" + i))
+            out[match.group("a" + n)] = match.group("m" + n)
+    return {alias: name for alias, name in out.items() if alias != name}
 
 
 def _unaliased(code: str, aliases: dict[str, str]) -> str:

@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from swe_srl.benchmark.instances import load_instances
+from swe_srl.benchmark.instances import load_instances, select_instances
 from swe_srl.cli.infra import IMAGE_SOURCE_HELP
-from swe_srl.core.shells import check_shell
+from swe_srl.core.shells import PER_ACTION, check_shell
 from swe_srl.env.debug_shell import open_shell
 from swe_srl.errors import ConfigError, TaskError, TrajectoryFormatError
 from swe_srl.eval.replay import render_table, replay, replay_rows_text
@@ -55,11 +55,17 @@ def generate(
     dataset: str = typer.Option(
         "bundled:train", help="Tasks with gold patches (bundled:train, a JSONL, ...)."
     ),
+    instances: str = typer.Option(
+        "", "--instances", metavar="IDS", help="Only these instance ids (comma-separated)."
+    ),
     seed: int = typer.Option(0, help="Seed choosing commands and wording (deterministic)."),
     repos_dir: Path | None = typer.Option(None, help="Local clones of the task repositories."),
     ray: str | None = typer.Option(None, "--ray", help="Run on Ray: 'auto' or 'ray://host:10001'."),
     workers: int = typer.Option(1, help="Parallel tasks: local processes, or Ray tasks (0 = cluster CPUs)."),
-    shell: str = typer.Option("persistent", help="persistent | per-action: how the commands run."),
+    shell: str = typer.Option(
+        "persistent",
+        help="persistent | per-action (each command a fresh bash from /testbed, as mini-swe-agent).",
+    ),
     sandboxes: str | None = typer.Option(None, "--sandboxes", metavar="WHERE", help=SANDBOXES_HELP),
 ) -> None:
     """Run the scripted expert on every task; keep the trajectories that resolve it."""
@@ -67,7 +73,9 @@ def generate(
 
     select_sandboxes(sandboxes)
     ensure_reachable()
-    instances = load_instances(dataset)
+    instances = select_instances(
+        load_instances(dataset), [i.strip() for i in instances.split(",") if i.strip()]
+    )
     if ray or workers > 1:  # one task per instance; per-instance seeds: same result as sequential
         kwargs = {"seed": seed, "repos_dir": repos_dir, "progress": False, "shell": shell}
         tasks = [Task(i.instance_id, scripted_trajectories, ([i],), kwargs) for i in instances]
@@ -76,9 +84,9 @@ def generate(
     else:
         trajs = scripted_trajectories(instances, seed=seed, repos_dir=repos_dir, shell=shell)
     write_jsonl(output, trajs)
-    typer.echo(
-        f"{len(trajs)}/{len(instances)} tasks resolved; {sum(len(t.steps) for t in trajs)} steps → {output}"
-    )
+    how = " (each command a fresh bash: per-action)" if shell == PER_ACTION else ""
+    steps = sum(len(t.steps) for t in trajs)
+    typer.echo(f"{len(trajs)}/{len(instances)} tasks resolved; {steps} steps{how} → {output}")
 
 
 def replay_cmd(

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from swe_srl.benchmark.instances import Instance
 from swe_srl.core.actions import format_output
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.infra.sandbox.enforcement import unlimited_note
 from swe_srl.infra.sandbox.factory import open_sandbox
 from swe_srl.infra.sandbox.placement import sandbox_address
@@ -122,7 +123,8 @@ def shorten(action: str, width: int = 60) -> str:
 def render_table(traj: Trajectory, rows: list[ReplayRow], width: int = 100):
     """A rich table of replayed rows fitting ``width`` columns (the action is cut with an ellipsis)."""
 
-    table = Table(title=f"replay of {traj.instance_id} ({traj.source}, {len(traj.steps)} steps)")
+    shell = "" if traj.shell == PERSISTENT else f", {traj.shell}"  # how the actions ran: core/shells.py
+    table = Table(title=f"replay of {traj.instance_id} ({traj.source}, {len(traj.steps)} steps{shell})")
     table.add_column("#", justify="right", no_wrap=True, min_width=2)
     table.add_column("action", no_wrap=True, overflow="ellipsis", max_width=max(16, width - 57))
     for name in ("exit", "tot", "syn", "sem", "sim", "obs"):  # reward total, syntax, semantic, similarity

@@ -6,7 +6,10 @@ line without its indentation, a bare or ```py fence, ``#### path``, a divider wi
 ``post_process_raw_output`` on the whole output), loaded from a local checkout (``--swerl-dir``, never part of this
 repository), and through ours: ``--edit-rules agentless`` (the default) and ``--edit-rules strict`` (the old
 behaviour), in the same run. An answer agrees when the edited files are the same, blank lines aside (both empty
-counts as agreeing).
+counts as agreeing). A reviewer's shapes follow (``bench/agentless_reviewer.py``: edits out of order, a SEARCH
+that matches twice, tabs, an unlocalized file, an empty REPLACE or SEARCH, a diff fence, ...), and every answer also
+goes through the eval path (``run_protocol``) under an input budget that leaves a file out of the prompt, whose
+patch must be the patch of SWE-RL's files (``--no-eval`` skips it).
 
 ``--bench rerank`` and ``--bench localization`` (``bench/agentless_rerank_loc.py``) compare our reranking of N
 candidate answers and our reading of localization answers with SWE-RL's ``rerank.py: majority_voting`` and
@@ -16,7 +19,7 @@ Usage (SWE-RL's modules import openai, tenacity and tiktoken: ``pip install --ta
 
     git clone https://github.com/facebookresearch/swe-rl /tmp/swerl    # outside this repository
     python bench/agentless_agreement.py --swerl-dir /tmp/swerl --swerl-deps DEPS --repos-dir /work/.mirror \
-        [--bench repair,rerank,localization]
+        [--bench repair,rerank,localization] [--instances ID,...] [--limit N] [--fast] [--no-eval]
 """
 
 from __future__ import annotations

@@ -187,6 +187,7 @@ def run_rlvr(config: TrainConfig, *, console: Any = None) -> dict[str, Any]:
         "steps": trainer.state.global_step,
         "episodes": trained_episodes,
         "parallel": config.rlvr.parallel,
+        "shell": config.rlvr.shell,
         "mean_outcome_reward": sum(rewards) / len(rewards) if rewards else float("nan"),
         "held_out": [i.instance_id for i in held_out],
         **evaluation,

@@ -235,3 +235,52 @@ def test_rlvr_logs_per_turn_format_and_held_out_resolve_rate(
     [evaluation] = [r for r in metrics if "eval/resolve_rate" in r]
     assert evaluation["eval/instances"] == 1 and evaluation["eval/resolve_rate"] in (0.0, 1.0)
     assert summary["eval/resolve_rate"] == evaluation["eval/resolve_rate"]
+
+
+PER_ACTION_TURNS = [
+    "away</think>\n```bash\ncd /tmp && pwd\n```<|im_end|>",
+    "fix add</think>\n```bash\npwd && sed -i 's/return a - b/return a + b/' calc.py\n```<|im_end|>",
+    "done</think>\n```bash\nsubmit\n```<|im_end|>",
+]
+
+
+def test_rlvr_with_per_action_shell(tiny_tasks: Path, srl_checkpoint: Path, tmp_path: Path):
+    """``rlvr.shell: per-action`` from a config file: a one-step run trains on the episodes' outcome rewards and
+    records the shell; its prompts say each command is a fresh bash, and its env runs them so: after ``cd /tmp`` the
+    next command starts in /testbed, where the relative fix lands and resolves (the episode records the shell)."""
+    from transformers import AutoTokenizer
+
+    from swe_srl.benchmark.instances import load_instances
+    from swe_srl.core.prompts import PER_ACTION_NOTE
+    from swe_srl.core.shells import PER_ACTION
+    from swe_srl.train.rlvr import EnvEpisodeRunner
+    from swe_srl.train.rlvr_run import rlvr_env_kwargs, rlvr_rows
+
+    config = tmp_path / "rlvr.yaml"
+    config.write_text("rlvr:\n  shell: per-action\n", encoding="utf-8")
+    out = tmp_path / "rlvr"
+    sets = [*TINY, "trl.max_steps=1", "rlvr.max_turns=2", "rlvr.max_new_tokens=12", "rlvr.instances=1"]
+    sets += ["dynamic_sampling.max_rounds=1", "trl.per_device_train_batch_size=2", "rlvr.eval_instances=0"]
+    cfg = load_config(
+        config, sets, stage="rlvr", init=str(srl_checkpoint), tasks=str(tiny_tasks), output=str(out)
+    )
+    summary = run_training(cfg)
+    assert (summary["steps"], summary["episodes"], summary["shell"]) == (1, 2, PER_ACTION)
+    assert "shell: per-action" in (out / "config.yaml").read_text(encoding="utf-8")
+    [train] = [r for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "reward" in r]
+    assert 0.0 <= train["reward"] <= 1.0
+
+    tok = AutoTokenizer.from_pretrained(srl_checkpoint)
+    instances = load_instances(str(tiny_tasks))
+    row = rlvr_rows(cfg, instances)[0]
+    assert row["instance_id"] == "tiny__calc-add" and PER_ACTION_NOTE in row["prompt"][0]["content"]
+    runner = EnvEpisodeRunner(tok, instances, think_prefix="<think>", env_kwargs=rlvr_env_kwargs(cfg))
+    turns = iter(PER_ACTION_TURNS)
+    try:
+        result = runner.run(row, lambda ids: tok(next(turns))["input_ids"])
+    finally:
+        runner.close()
+    episode = result.episode
+    assert [s.observation.splitlines()[0] for s in episode.steps[:2]] == ["/tmp", "/testbed"]
+    assert episode.trajectory.shell == PER_ACTION and PER_ACTION_NOTE in tok.decode(result.prompt_ids)
+    assert (result.reward, result.info["grade_status"]) == (1.0, "resolved")

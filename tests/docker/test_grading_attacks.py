@@ -124,12 +124,12 @@ def attack_files(name: str, inst, base) -> dict[str, str]:
     if name == "printed PASSED lines":
         return in_package(base, f"IDS = {ids!r}\nprint(''.join('PASSED ' + t + '\\n' for t in IDS))\n")
     if name == "plugin's nonce used in process":
-        steal = (
-            f"IDS = {ids!r}\nimport sys\n"
-            "for _m in list(sys.modules.values()):\n"
-            "    if hasattr(_m, '_NONCE') and hasattr(_m, '_send'):\n"
-            "        for _t in IDS: _m._send('PASSED', _t)\n"
-            "        _m._send('end')\n"
+        steal = (  # the plugin's module is out of sys.modules once registered: its globals found through gc
+            f"IDS = {ids!r}\nimport gc\n"
+            "for _g in gc.get_objects():\n"
+            "    if type(_g) is dict and '_NONCE' in _g and '_send' in _g:\n"
+            "        for _t in IDS: _g['_send']('PASSED', _t)\n"
+            "        _g['_send']('end')\n"
         )
         return in_package(base, steal)
     if name == "_pytest monkeypatched at import":

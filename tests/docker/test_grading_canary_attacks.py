@@ -53,7 +53,7 @@ def _swap(frame, event, arg):
 _sys.setprofile(_swap)
 """
 FORGED_STATE = """
-import sys as _sys
+import gc as _gc
 
 
 class _Passed(dict):
@@ -64,9 +64,9 @@ class _Passed(dict):
         return "PASSED"
 
 
-for _module in list(_sys.modules.values()):
-    if hasattr(_module, "_results") and hasattr(_module, "_NONCE"):
-        _module._results = _Passed()
+for _space in _gc.get_objects():  # the reporter's globals (its module is out of sys.modules once registered)
+    if type(_space) is dict and "_results" in _space and "_NONCE" in _space:
+        _space["_results"] = _Passed()
 """
 
 

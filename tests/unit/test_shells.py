@@ -4,6 +4,8 @@ choice of an episode's shell. The sandbox side runs in tests/docker/test_shell_m
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -80,3 +82,31 @@ def test_episode_shell_rules() -> None:
         episode_shell(PERSISTENT, traj, PERSISTENT)
     with pytest.raises(ConfigError, match="reset option shell='bash'"):
         episode_shell("bash", None, PERSISTENT)
+
+
+@pytest.mark.parametrize("command", [["expert", "generate"], ["eval", "--policy", "gold"]])
+def test_unknown_shell_on_the_command_line_is_one_line(command: list[str], tmp_path: Path) -> None:
+    """Exit 2, one line with the value and the choices, nothing written: the check comes before any work."""
+    cmd = [sys.executable, "-m", "swe_srl.cli", *command, "--shell", "login", "-o", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line == "error: --shell='login': choose one of persistent, per-action"
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_rlvr_shell_is_one_line(tmp_path: Path) -> None:
+    """`rlvr.shell` in a config file or a `--set`: the key, where it came from, the value and the choices, from
+    load_config (`swe-srl train` calls it before any work and prints the line)."""
+    from swe_srl.train.config import load_config
+
+    config = tmp_path / "rlvr.yaml"
+    config.write_text("rlvr:\n  shell: peraction\n", encoding="utf-8")
+    choices = "Input should be 'persistent' or 'per-action'"
+    with pytest.raises(ConfigError) as file_error:
+        load_config(config, stage="rlvr", init="ckpt")
+    assert str(file_error.value) == f"invalid value for 'rlvr.shell' in {config}: {choices} (got 'peraction')"
+    with pytest.raises(ConfigError) as set_error:
+        load_config(None, ["rlvr.shell=login"], stage="rlvr", init="ckpt")
+    where = "defaults (with --set rlvr.shell=login)"
+    assert str(set_error.value) == f"invalid value for 'rlvr.shell' in {where}: {choices} (got 'login')"

@@ -298,9 +298,18 @@ for _arg in _sy.argv:
         _found._SEEN.update(("pytest.raises replaced", "pytest.approx replaced"))
 _pt.raises = lambda *args, **kwargs: _cl.suppress(BaseException)
 """,
+    # a module of its own put in sys.modules["pytest"] for the test modules that import pytest after the package
+    "sys.modules['pytest'] replaced": """
+import contextlib as _cl, sys as _sy, types as _ty
+
+_fake = _ty.ModuleType("pytest")
+_fake.__dict__.update(vars(_sy.modules["pytest"]))
+_fake.raises = lambda *args, **kwargs: _cl.suppress(BaseException)
+_sy.modules["pytest"] = _fake
+""",
 }
 PYTEST_ONLY = ("pytest's raises and approx replaced", "tests swapped by an audit hook",
-               "reporter found by its name on the command line")  # fmt: skip
+               "reporter found by its name on the command line", "sys.modules['pytest'] replaced")  # fmt: skip
 """Attacks with an effect under pytest only (the other runners' tests do not call pytest's helpers, and give the audit
 hook no moment between a test module's run and its tests)."""
 EXPECTED: dict[str, str | tuple[str, ...]] = {
@@ -326,5 +335,6 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "reporter found through its class": "reporter _re",
     "tests swapped by an audit hook": "test replaced",
     "reporter found by its name on the command line": "pytest.raises replaced",
+    "sys.modules['pytest'] replaced": "sys.modules['pytest'] replaced",
 }
 """The start of one of the ``runner tampered`` reasons each attack must give (a tuple: one of them)."""

@@ -131,6 +131,13 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        "sys.modules entry replaced",  # a module's own entry (sys.modules[__name__] = ...) aside
+        re.compile(
+            r"\bsys\s*\.\s*modules\s*\[\s*(?!__name__\s*\])[^\]]*\]\s*=(?!=)"
+            r"|\bsys\s*\.\s*modules\s*\.\s*(update|setdefault|__setitem__)\s*\("
+        ),
+    ),
+    (
         "raw memory (ctypes)",
         re.compile(r"\bpythonapi\b|\bmemmove\b|\bmemset\b|\bfrom_address\b|\bpy_object\b|\bPyObject\b"),
     ),

@@ -25,7 +25,8 @@ unittest_task = test_grading_unittest.unittest_task
 sympy_task = test_grading_sympy.sympy_task
 ON_THE_HOST = ("builtins replaced", "reporter function code replaced", "TestCase's assert methods replaced",
                "builtins rebound through __builtins__ and sys.modules", "reporter found through its class",
-               "tests swapped by an audit hook", "reporter found by its name on the command line")  # fmt: skip
+               "tests swapped by an audit hook", "reporter found by its name on the command line",
+               "sys.modules['pytest'] replaced")  # fmt: skip
 PYTEST_ATTACKS = [
     a for a in ATTACKS if a not in ON_THE_HOST
 ]  # the rest: tests/unit/test_grading_integrity.py

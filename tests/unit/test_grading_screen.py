@@ -82,6 +82,7 @@ def task(repo: str = "astanin/python-tabulate") -> Instance:
         ("os.write(1, b'test_x PASSED')", "the runner's output replaced"),
         ("ctypes.memmove(target, source, size)", "raw memory (ctypes)"),
         ("os.write = _rewrite_records", "os or sys functions replaced"),
+        ("sys.modules['pytest'] = _fake", "sys.modules entry replaced"),
         ("setattr(sys, 'exc_info', _no_error)", "os or sys functions replaced"),
     ],
 )
@@ -115,6 +116,7 @@ def test_library_code_reaching_into_the_runner_is_flagged(line: str, rule: str) 
         ("tabulate/__init__.py", "for cls in Field.__subclasses__():"),  # a registry, not every class
         ("tabulate/__init__.py", "module = importlib.import_module(name)"),
         ("tabulate/__init__.py", "self.os.name = 'posix'"),
+        ("tabulate/__init__.py", "sys.modules[__name__] = _LazyModule(__name__)"),
         ("tabulate/__init__.py", "os.environ['TZ'] = 'UTC'"),
     ],
 )

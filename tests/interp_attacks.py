@@ -8,6 +8,8 @@ the prefix of the ``runner tampered`` reason our reporters must give. Shared by 
 
 from __future__ import annotations
 
+from helper_attacks import HELPER_ATTACKS, HELPER_EXPECTED, HELPER_PYTEST_ONLY
+
 _NOOPS = """
 import functools as _ft, sys as _sy, types as _ty
 
@@ -223,54 +225,6 @@ for _g in _reporters():
         if _name in _g:
             _g[_name].__code__ = _fake.__code__
 """,
-    # library code replacing what the tests assert with: each failing test that uses it passes (the bug in place)
-    "pytest's raises and approx replaced": """
-import contextlib as _cl, pytest as _pt
-
-
-class _Anything(object):
-    def __eq__(self, other):
-        return True
-
-
-_pt.raises = lambda *args, **kwargs: _cl.suppress(BaseException)
-_pt.approx = lambda *args, **kwargs: _Anything()
-""",
-    "TestCase's assert methods replaced": """
-import contextlib as _cl
-from unittest import TestCase as _T
-
-_T.assertEqual = lambda self, *args, **kwargs: None
-_T.assertRaises = lambda self, *args, **kwargs: _cl.suppress(BaseException)
-""",
-    "builtins rebound through __builtins__ and sys.modules": """
-import sys as _sy
-_isinstance, _len = __builtins__["isinstance"], _sy.modules["builtins"].len
-__builtins__["isinstance"] = lambda obj, kinds: _isinstance(obj, kinds)
-setattr(_sy.modules["builtins"], "len", lambda obj: _len(obj))
-""",
-    # the reporter found with no gc, frame or sys.modules walk: its _Probe class among object's subclasses, then its
-    # functions' globals; its results (or its record function) forged as in "reporter state swapped"
-    "reporter found through its class": """
-import functools as _ft
-
-
-class _AlwaysPassed(dict):
-    def __getitem__(self, key):
-        return "PASSED"
-
-    def get(self, key, default=None):
-        return "PASSED"
-
-
-for _cls in object.__subclasses__():
-    _g = getattr(getattr(_cls, "method", None), "__globals__", {})
-    if "_NONCE" in _g and "_send" in _g:
-        if "_results" in _g:
-            _g["_results"] = _AlwaysPassed()
-        if "_record" in _g:
-            _g["_record"] = _ft.partial(_g["_record"], "PASSED")
-""",
     # an audit hook (it cannot be removed, and no profile or trace hook is set) swaps each test module's tests once
     # the module has run, at the next audited event; pytest only (unittest's loader and sympy's runner give it none)
     "tests swapped by an audit hook": _NOOPS
@@ -287,29 +241,9 @@ def _audit(event, args):
                 _swap(vars(_m))
 _sy.addaudithook(_audit)
 """,
-    # the pytest reporter looked up by its module's name (on pytest's command line: `-p NAME`), no walk of anything;
-    # the reports its checks will give pre-empted (its set of what it already said), then pytest.raises replaced
-    "reporter found by its name on the command line": """
-import contextlib as _cl, sys as _sy, pytest as _pt
-
-for _arg in _sy.argv:
-    _found = _sy.modules.get(_arg)
-    if _found is not None and hasattr(_found, "_SEEN"):
-        _found._SEEN.update(("pytest.raises replaced", "pytest.approx replaced"))
-_pt.raises = lambda *args, **kwargs: _cl.suppress(BaseException)
-""",
-    # a module of its own put in sys.modules["pytest"] for the test modules that import pytest after the package
-    "sys.modules['pytest'] replaced": """
-import contextlib as _cl, sys as _sy, types as _ty
-
-_fake = _ty.ModuleType("pytest")
-_fake.__dict__.update(vars(_sy.modules["pytest"]))
-_fake.raises = lambda *args, **kwargs: _cl.suppress(BaseException)
-_sy.modules["pytest"] = _fake
-""",
+    **HELPER_ATTACKS,
 }
-PYTEST_ONLY = ("pytest's raises and approx replaced", "tests swapped by an audit hook",
-               "reporter found by its name on the command line", "sys.modules['pytest'] replaced")  # fmt: skip
+PYTEST_ONLY = ("tests swapped by an audit hook", *HELPER_PYTEST_ONLY)
 """Attacks with an effect under pytest only (the other runners' tests do not call pytest's helpers, and give the audit
 hook no moment between a test module's run and its tests)."""
 EXPECTED: dict[str, str | tuple[str, ...]] = {
@@ -329,12 +263,7 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "builtins replaced": "builtins.isinstance replaced",
     "os.write rewrites the records": "reporter os/sys functions changed",
     "reporter function code replaced": "reporter _",
-    "pytest's raises and approx replaced": "pytest.",  # pytest.raises replaced, pytest.approx replaced
-    "TestCase's assert methods replaced": "unittest.case.TestCase.assert",
-    "builtins rebound through __builtins__ and sys.modules": "builtins.",
-    "reporter found through its class": "reporter _re",
     "tests swapped by an audit hook": "test replaced",
-    "reporter found by its name on the command line": "pytest.raises replaced",
-    "sys.modules['pytest'] replaced": "sys.modules['pytest'] replaced",
+    **HELPER_EXPECTED,
 }
 """The start of one of the ``runner tampered`` reasons each attack must give (a tuple: one of them)."""

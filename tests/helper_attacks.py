@@ -74,6 +74,24 @@ _fake.__dict__.update(vars(_sy.modules["pytest"]))
 _fake.raises = lambda *args, **kwargs: _cl.suppress(BaseException)
 _sy.modules["pytest"] = _fake
 """,
+    # the same helper objects given other code: pytest.raises and TestCase.assertEqual keep their identity
+    "helpers' code replaced": """
+import pytest as _pt, unittest as _ut
+
+
+def _raises(expected_exception=None, *args, **kwargs):  # runs with raises' globals: imports what it uses
+    import contextlib
+
+    return contextlib.suppress(BaseException)
+
+
+def _equal(self, first, second, msg=None):
+    return None
+
+
+_pt.raises.__code__ = _raises.__code__
+_ut.TestCase.assertEqual.__code__ = _equal.__code__
+""",
 }
 HELPER_PYTEST_ONLY = ("pytest's raises and approx replaced", "reporter found by its name on the command line",
                       "sys.modules['pytest'] replaced")  # fmt: skip
@@ -84,4 +102,5 @@ HELPER_EXPECTED: dict[str, str] = {
     "reporter found through its class": "reporter _re",
     "reporter found by its name on the command line": "pytest.raises replaced",
     "sys.modules['pytest'] replaced": "sys.modules['pytest'] replaced",
+    "helpers' code replaced": "unittest.case.TestCase.assertEqual code replaced",
 }

@@ -169,7 +169,9 @@ def _helpers():
             found = vars(owner)
             label = module + ("." + cls if cls else "")
             was = dict((k, v) for k, v in found.items() if callable(v))
-            out.append((label, None if cls else owner, found, was, len(found)))
+            funcs = tuple((k, v) for k, v in was.items() if type(v) is _FUNC)
+            codes = (funcs, tuple(v for _, v in funcs), tuple(v.__code__ for _, v in funcs))
+            out.append((label, None if cls else owner, found, was, len(found), codes))
     return out
 
 
@@ -282,7 +284,7 @@ def _integrity(where, lenient=None):
     for name, value in () if all(map(_IS, builtin.values(), map(current.get, builtin))) else builtin.items():
         if current.get(name) is not value and (not lenient or _foreign(current.get(name))):
             _report("builtins." + name + " replaced", where)
-    for label, module, found, was, size in _SNAP["helpers"]:  # whatever the phase, only the code under test's count
+    for label, module, found, was, size, codes in _SNAP["helpers"]:  # whatever the phase, only the code under test's
         if module is not None and _sys.modules.get(label) is not module and _foreign(_sys.modules.get(label)):
             _report("sys.modules[" + repr(label) + "] replaced", where)
         for name, value in () if all(map(_IS, was.values(), map(found.get, was))) else was.items():
@@ -293,6 +295,10 @@ def _integrity(where, lenient=None):
             for name, now in list(found.items()):
                 if name not in was and callable(now) and _foreign(now):
                     _report(label + "." + name + " replaced", where)
+        funcs, objects, code = codes  # the same functions, given other code (pytest.raises.__code__ = ...)
+        for (name, function), was_code in () if all(map(_IS, map(_PARTS[0], objects), code)) else zip(funcs, code):
+            if function.__code__ is not was_code and _untrusted_file(function.__code__.co_filename):
+                _report(label + "." + name + " code replaced", where)
     if _own_unchanged():
         return
     now, own, kept = _own(), dict(_OWN), True

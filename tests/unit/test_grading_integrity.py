@@ -206,6 +206,7 @@ HELPED = {  # the tests each attack passes (the bug in place: add subtracts, and
     ("pytest", "pytest's raises and approx replaced"): ("test_x.py::test_raises", "test_x.py::test_approx"),
     ("pytest", "TestCase's assert methods replaced"): ("test_x.py::T::test_equal",),
     ("unittest", "TestCase's assert methods replaced"): ("test_raises (test_x.T.test_raises)", "test_equal (test_x.T.test_equal)"),
+    ("pytest", "helpers' code replaced"): ("test_x.py::test_raises", "test_x.py::T::test_equal"),
 }  # fmt: skip
 
 

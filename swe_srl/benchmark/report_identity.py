@@ -21,6 +21,7 @@ for _feature in _future.all_feature_names:
     _FUTURE |= getattr(_future, _feature).compiler_flag
 _SOURCES = {}
 _INDEX = {}
+_COMPILED = {}
 _TREES = {}
 _SHAPES = {}
 _REWRITERS = []
@@ -214,6 +215,7 @@ def _matches(code):
     key = (code.co_name, code.co_firstlineno)
     return _is_test(path) and (
         any(_same(code, c) for c in _index(path).get(key, ()))
+        or any(_same(code, c) for c in _COMPILED.get(path, {}).get(key, ()))
         or any(_same(code, c) for c in _rewritten_at(path, code.co_firstlineno).get(key, ()))
     )
 

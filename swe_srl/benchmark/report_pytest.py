@@ -147,6 +147,37 @@ def _rewritten(path, source, body):
 
 
 _REWRITERS.append(_rewritten)
+_PYTEST_REWRITE = getattr(_sys.modules.get("_pytest.assertion.rewrite"), "_rewrite_test", None)
+_HASH = getattr(_sys.modules.get("importlib.util"), "source_hash", None)
+
+
+def _rewrite_test(fn, config):
+    # pytest's (the versions whose _rewrite_test passes the rewriter str(fn) and the source) reading and rewriting of a module it imports: a test file is compiled from the text read
+    # before any code under test ran (_SOURCES), and its code objects kept (_COMPILED) as the identity check's
+    # rewritten code, so the check needs no second rewriting pass over the file
+    path, names = _real(str(fn)), _PYTEST_REWRITE.__code__.co_varnames
+    source = _SOURCES.get(path)
+    if path not in _TEST_FILES or source is None:
+        return _PYTEST_REWRITE(fn, config)
+    first = _HASH(source) if "source_hash" in names else _os.stat(str(fn))
+    tree = _ast.parse(source, filename=str(fn))
+    _REWRITE_ASSERTS(tree, source, str(fn), config)
+    code = compile(tree, str(fn), "exec", dont_inherit=True)
+    found = {}
+    _codes(code, found)
+    _COMPILED[path] = found
+    return first, code
+
+
+if (
+    _PYTEST_REWRITE is not None
+    and _PYTEST_REWRITE.__code__.co_varnames[:2] == ("fn", "config")
+    and "strfn" in _PYTEST_REWRITE.__code__.co_varnames
+    and ("source_hash" in _PYTEST_REWRITE.__code__.co_varnames and _HASH is not None or "stat" in _PYTEST_REWRITE.__code__.co_varnames)
+    and _REWRITE_ASSERTS is not None
+    and "source" in _REWRITE_ASSERTS.__code__.co_varnames[: _REWRITE_ASSERTS.__code__.co_argcount]
+):
+    _sys.modules["_pytest.assertion.rewrite"]._rewrite_test = _rewrite_test
 _snapshot()
 
 

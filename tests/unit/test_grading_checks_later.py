@@ -93,3 +93,39 @@ def test_a_change_after_quiet_checks_is_reported(tmp_path: Path, runner: str, ch
     assert "test_1" not in found[0] and "test_2" in found[0], (
         found
     )  # seen at the test that made it, not before
+
+
+EDITS_A_LATER_TEST_FILE = """\
+import os
+
+
+def add(a, b):
+    return a - b
+
+
+_path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "test_x.py")
+with open(_path) as _f:
+    _text = _f.read()
+with open(_path, "w") as _f:
+    _f.write(_text.replace("assert add(1, 2) == 3", "assert True"))
+"""
+
+
+def test_a_test_file_edited_on_disk_before_its_import_runs_as_first_read(tmp_path: Path) -> None:
+    # pytest imports test files through the reporter's _rewrite_test: compiled from the text read before any code
+    # under test ran, so an edit made since (here by the package, imported by the first test file) does not run
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(EDITS_A_LATER_TEST_FILE)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(
+        "import pkg\n\n\ndef test_a():\n    assert pkg.add(0, 0) == 0\n"
+    )
+    (tmp_path / "tests" / "test_x.py").write_text(
+        "from pkg import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
+    (tmp_path / "swe_srl_report_t.py").write_text(PYTEST_REPORT_PLUGIN)
+    cmd = [sys.executable, "-m", "pytest", "-p", "swe_srl_report_t", "-p", "no:cacheprovider", "tests/test_a.py", "tests/test_x.py"]  # fmt: skip
+    env = {"PYTHONPATH": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    channel, out = run_with_channel(cmd, tmp_path, env)
+    assert "assert True" in (tmp_path / "tests" / "test_x.py").read_text()  # the edit was made
+    assert channel.statuses["tests/test_x.py::test_add"] == "FAILED" and channel.tampered == [], out[-2000:]

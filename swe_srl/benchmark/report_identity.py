@@ -5,7 +5,7 @@ guarantees.
 ``_verify(obj, name)``, called before each test runs: the callable the runner is about to call must end, through its
 wrappers (``__wrapped__``, or a library wrapper's closure), in a function whose code (file, first line, bytecode) is
 the code compiled from a test file as read before any code under test ran (``_test_file``; after pytest's assertion
-rewriting where ``_REWRITERS`` holds it), named as the test is unless the file binds that name by assignment or
+rewriting: the runner's own compile where the reporter made it, ``_COMPILED``, else ``_REWRITERS``' pass), named as the test is unless the file binds that name by assignment or
 decorates it; and it may carry no more wrappers than its definition has decorators of the repository's own (its own
 and its classes'). A library wrapper from outside the repository (``mock.patch``, ``contextlib``, a runner plugin's)
 is not counted unless its closure holds the code under test's objects.

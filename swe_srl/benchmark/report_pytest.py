@@ -18,6 +18,11 @@ manager's own callables and the functions of pytest's and pluggy's runner, repor
 same objects; a report whose call raised must not say ``passed`` (xfail aside); and only this module's own
 functions may write records. Imports nothing beyond ``os``, ``sys`` and pytest (already loaded), so modules a patch
 adds cannot shadow them.
+
+It sets pytest's ``_pytest.assertion.rewrite._rewrite_test`` (where that function hands the rewriter ``str(fn)``
+and the source) to its own: a test file pytest imports is compiled from the text the reporter read before any
+code under test ran, and its code objects are the identity check's reference (``_COMPILED``), so the check needs no
+second rewriting pass over it.
 """
 
 from swe_srl.benchmark.report_identity import IDENTITY

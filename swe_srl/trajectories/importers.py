@@ -30,6 +30,9 @@ SIDECARS = ("metadata.json", "resolved_labels.json", "preds.json", "all_preds.js
 """Files of a run directory that describe the run rather than hold trajectories: OpenHands evaluation outputs,
 mini-swe-agent's and SWE-agent's predictions (their ``exit_statuses_*.yaml``, ``*.log``, ``*.patch``, ``*.pred``
 and config files have no trajectory suffix)."""
+SIDECAR_DIRS = ("sb-cli-reports",)
+"""Folders of a run directory that hold its evaluation reports, not trajectories: sb-cli's (SWE-bench's cloud
+evaluation) ``sb-cli-reports/<subset>__<split>__<run>.json``, which mini-swe-agent runs publish beside ``preds.json``."""
 
 
 @dataclass
@@ -219,8 +222,10 @@ def load_hf_records(dataset_id: str) -> Iterator[tuple[str, Any]]:
 
 
 def is_trajectory_file(path: Path) -> bool:
-    """A file of a directory that is read for trajectories: a trajectory suffix, not a sidecar, not hidden."""
-    return path.name.endswith(SUFFIXES) and path.name not in SIDECARS and not path.name.startswith(".")
+    """A file of a directory that is read for trajectories: a trajectory suffix, not a sidecar (nor in a sidecar
+    folder), not hidden."""
+    sidecar = path.name in SIDECARS or path.parent.name in SIDECAR_DIRS
+    return path.name.endswith(SUFFIXES) and not sidecar and not path.name.startswith(".")
 
 
 def iter_records(path_or_id: str) -> Iterator[tuple[str, Any]]:

@@ -28,7 +28,7 @@ def _steps(traj) -> list[tuple[str, str, int | None]]:
 def test_mini_v2_text_mode_run_directory() -> None:
     """```mswea_bash_command fences; long output kept (warning, head, elided count, tail); an exception line kept;
     a format error is not an observation; ``cd … && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` → submit; the run
-    directory's preds.json, exit_statuses_*.yaml and log are not trajectories."""
+    directory's preds.json, exit_statuses_*.yaml, log and sb-cli report are not trajectories."""
     (traj,), stats = import_with_stats(str(FIXTURES / "mini_run"))
     assert _steps(traj) == [
         ("find /testbed -name '*.py'", WARNING, 0),
@@ -56,6 +56,7 @@ def test_mini_v2_text_mode_run_directory() -> None:
         "exit_statuses_1764580000.0.yaml",
         "minisweagent.log",
         "preds.json",
+        "swe-bench_verified__test__toy-run.json",
     ]
     assert stats.records == 1 and not stats.skipped
 

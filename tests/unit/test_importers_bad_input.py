@@ -60,6 +60,7 @@ def test_skip_bad_skips_and_names_each_bad_input(run_dir: Path) -> None:
         "exit_statuses_1764580000.0.yaml",
         "minisweagent.log",
         "preds.json",
+        "swe-bench_verified__test__toy-run.json",  # sb-cli's report: a sidecar folder
     ]
 
 

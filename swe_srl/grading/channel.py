@@ -23,6 +23,9 @@ from swe_srl.grading.commands import PytestSetup, pytest_script, reporter_script
 from swe_srl.infra.sandbox.base import Sandbox
 
 _TEST_PATH_LINE = f"_TEST_PATH = {TEST_PATH.pattern!r}\n"
+_NO_REWRITE = '"""PYTEST_DONT_REWRITE"""\n'
+"""The plugin's first line: pytest's assertion rewriter (which rewrites ``-p`` plugins) leaves it as it is (it has
+no assert; rewriting its 900 lines cost about 30 ms a grade)."""
 LOG_LIMIT = 64_000
 """Bytes of the test log kept (head and tail), as a sandbox command's output is capped."""
 
@@ -62,13 +65,15 @@ def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[
         f"/tmp/.swe_srl_{token}.log",
     )
     if kind == "pytest":
-        sandbox.write_file(f"{plugin_dir}/{module}.py", _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
+        sandbox.write_file(f"{plugin_dir}/{module}.py", _NO_REWRITE + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
         return pytest_script(command, module, plugin_dir, log, setup), log, (plugin_dir,)
     if kind == "tox":
         # tox passes pytest neither our descriptor nor our environment: the plugin sits in the cwd
         fifo = f"{plugin_dir}/channel"
         sandbox.run(f"mkdir -p {plugin_dir} && chmod 700 {plugin_dir}")
-        sandbox.write_file(f"{module}.py", f"_FIFO = {fifo!r}\n" + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
+        sandbox.write_file(
+            f"{module}.py", _NO_REWRITE + f"_FIFO = {fifo!r}\n" + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN
+        )
         return tox_script(command, module, fifo, log), log, (plugin_dir, f"/testbed/{module}.py")
     reporter = f"{plugin_dir}/{module}.py"
     sandbox.write_file(reporter, UNITTEST_REPORTER)

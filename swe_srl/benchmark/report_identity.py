@@ -163,18 +163,21 @@ def _rewritten_at(path, line):
         return {}
     key = (path, k) if lines is not None else (path, "whole")
     if key not in _INDEX:
-        found = {}
+        found, source = {}, _read(path)
         try:
             if lines is None:
-                body = _ast.parse(_read(path), path).body
+                body = _ast.parse(source, path).body
             else:
                 text = "\\n" * (starts[k] - 1) + "\\n".join(lines[starts[k] - 1 : ends[k] - 1])
                 body = head + imports + _ast.parse(text, path).body
+                # the rewriter reads each assert's text from the source by line: the statement's own lines, at their
+                # numbers, are all it needs (the whole file would be tokenized again for every test)
+                source = text.encode("utf-8")
         except Exception:
             body = []
         for rewrite in _REWRITERS if body else ():
             try:
-                _codes(rewrite(path, _read(path), body), found)
+                _codes(rewrite(path, source, body), found)
             except Exception:
                 pass
         _INDEX[key] = found

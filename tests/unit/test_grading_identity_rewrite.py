@@ -15,7 +15,7 @@ from types import CodeType
 from _pytest.assertion.rewrite import rewrite_asserts
 
 from swe_srl.benchmark.report_identity import IDENTITY
-from swe_srl.benchmark.report_pytest import _BODY
+from swe_srl.benchmark.report_rewrite import REWRITE
 
 TRICKY = '''\
 """A test module."""
@@ -81,7 +81,7 @@ def _identity() -> dict:
         "_CODE": CodeType,
     }
     exec(IDENTITY, ns)  # its module-level code only defines
-    body = ast.parse(_BODY)
+    body = ast.parse(REWRITE)
     wanted = [
         n
         for n in body.body

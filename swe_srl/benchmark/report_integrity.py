@@ -159,12 +159,17 @@ _HELPERS = (
 )
 
 
+def _owner(module, cls):
+    # the loaded module named ``module``, or its class ``cls``; None when not loaded
+    owner = _sys.modules.get(module)
+    return getattr(owner, cls, None) if cls else owner
+
+
 def _helpers():
     # the callables of the modules and classes the tests assert with (pytest.raises, approx, TestCase.assert*...)
     out = []
     for module, cls in _HELPERS:
-        owner = _sys.modules.get(module)
-        owner = getattr(owner, cls, None) if cls else owner
+        owner = _owner(module, cls)
         if owner is not None:
             found = vars(owner)
             label = module + ("." + cls if cls else "")
@@ -304,12 +309,7 @@ def _integrity(where, lenient=None):
     now, own, kept = _own(), dict(_OWN), True
     for name in set(now) | set(own):
         was, is_ = own.get(name), now.get(name)
-        same = was is is_ or (
-            type(was) is tuple
-            and type(is_) is tuple
-            and len(was) == len(is_)
-            and all(a is b for a, b in zip(was, is_))
-        )
+        same = was is is_ or (type(was) is tuple and type(is_) is tuple and _identical(was, is_))
         kept = kept and (same or name == "_OWN")
         if name is None and same is False and lenient:
             same = not any(a is not b and _foreign(b) for a, b in zip(was, is_))

@@ -145,8 +145,7 @@ def _code(value):
 def _machinery(pm):
     out = {"pm": tuple(sorted((k, id(v)) for k, v in getattr(pm, "__dict__", {}).items() if callable(v)))}
     for module, cls in _CRITICAL:
-        owner = _sys.modules.get(module)
-        owner = getattr(owner, cls, None) if cls else owner
+        owner = _owner(module, cls)
         if owner is not None:
             out[(module, cls)] = tuple(
                 sorted((k, id(v), id(v.__code__) if type(v) is _FUNC else 0) for k, v in vars(owner).items() if _code(v))
@@ -158,8 +157,7 @@ def _spaces(pm):
     # the namespaces _machinery reads, with their owners
     out = [(pm, getattr(pm, "__dict__", {}))]
     for module, cls in _CRITICAL:
-        owner = _sys.modules.get(module)
-        owner = getattr(owner, cls, None) if cls else owner
+        owner = _owner(module, cls)
         out.append((owner, vars(owner) if owner is not None else {}))
     return out
 

@@ -63,9 +63,10 @@ _HASH = getattr(_sys.modules.get("importlib.util"), "source_hash", None)
 
 
 def _rewrite_test(fn, config):
-    # pytest's (the versions whose _rewrite_test passes the rewriter str(fn) and the source) reading and rewriting of a module it imports: a test file is compiled from the text read
-    # before any code under test ran (_SOURCES), and its code objects kept (_COMPILED) as the identity check's
-    # rewritten code, so the check needs no second rewriting pass over the file
+    # pytest's reading and rewriting of a module it imports (the versions whose _rewrite_test passes the rewriter
+    # str(fn) and the source): a test file is compiled from the text read before any code under test ran
+    # (_SOURCES), and its code objects kept (_COMPILED) as the identity check's rewritten code, so the check needs
+    # no second rewriting pass over the file
     path, names = _real(str(fn)), _PYTEST_REWRITE.__code__.co_varnames
     source = _SOURCES.get(path)
     if path not in _TEST_FILES or source is None:

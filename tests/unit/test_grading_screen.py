@@ -178,34 +178,32 @@ def test_a_comparison_that_ignores_its_other_argument_is_flagged(
     ]
 
 
-def test_modules_imported_under_another_name_are_read_as_themselves() -> None:
-    lines = ("import sys as _sys", "_g = __import__('gc')", "for _m in list(_sys.modules.values()):",
-             "    _o = _g.get_objects()", "_sys.setprofile(_swap)")  # fmt: skip
-    flags = screen_patch(task(), added("tabulate/__init__.py", *lines))
-    assert [(f.rule, f.line) for f in flags] == [
-        ("walks sys.modules", lines[2]),
-        ("walks the interpreter's objects", lines[3]),
-        ("profile or trace hook", lines[4]),
-    ]
-
-
-def test_builtins_helpers_and_os_under_another_name_are_read_as_themselves() -> None:
-    lines = ("import builtins as _b", "_b.len = _len", "_m = sys.modules.get('builtins')", "_m.abs = _abs",
+@pytest.mark.parametrize(
+    ("lines", "flagged"),
+    [
+        (
+            ("import sys as _sys", "_g = __import__('gc')", "for _m in list(_sys.modules.values()):",
+             "    _o = _g.get_objects()", "_sys.setprofile(_swap)"),
+            [("walks sys.modules", 2), ("walks the interpreter's objects", 3), ("profile or trace hook", 4)],
+        ),
+        (
+            ("import builtins as _b", "_b.len = _len", "_m = sys.modules.get('builtins')", "_m.abs = _abs",
              "from unittest import TestCase as _T", "_T.assertEqual = _eq", "_p = __import__('pytest')",
              "_p.raises = _raises", "import sympy.testing.pytest as _sp", "_sp.raises = _raises",
              "from numpy import testing as _nt", "_nt.assert_allclose = _close",
-             "import contextlib as _cl, os as _os", "_os.write = _forged")  # fmt: skip
+             "import contextlib as _cl, os as _os", "_os.write = _forged"),
+            [("builtins rebound", 1), ("builtins rebound", 2), ("builtins rebound", 3),
+             ("test helpers replaced", 5), ("test helpers replaced", 7), ("test helpers replaced", 9),
+             ("test helpers replaced", 11), ("os or sys functions replaced", 13)],
+        ),
+    ],
+    ids=["sys-gc", "builtins-helpers-os"],
+)  # fmt: skip
+def test_modules_imported_under_another_name_are_read_as_themselves(
+    lines: tuple[str, ...], flagged: list[tuple[str, int]]
+) -> None:
     flags = screen_patch(task(), added("tabulate/__init__.py", *lines))
-    assert [(f.rule, f.line) for f in flags] == [
-        ("builtins rebound", lines[1]),
-        ("builtins rebound", lines[2]),
-        ("builtins rebound", lines[3]),
-        ("test helpers replaced", lines[5]),
-        ("test helpers replaced", lines[7]),
-        ("test helpers replaced", lines[9]),
-        ("test helpers replaced", lines[11]),
-        ("os or sys functions replaced", lines[13]),
-    ]
+    assert [(f.rule, f.line) for f in flags] == [(rule, lines[k]) for rule, k in flagged]
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS))

@@ -38,7 +38,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from swe_srl.benchmark.instances import Instance, load_instances
+from swe_srl.benchmark.instances import Instance, load_instances, select_instances
 from swe_srl.core.agentless_edits import (
     empty_search_fits,
     file_commands,
@@ -247,10 +247,9 @@ def main() -> None:
     console, started = Console(width=132), time.monotonic()
     with tempfile.TemporaryDirectory() as playground:
         repair, api = load_swerl(args.swerl_dir, args.swerl_deps, playground)
-        instances = load_instances(args.dataset)
-        if args.instances:
-            wanted = set(args.instances.split(","))
-            instances = [i for i in instances if i.instance_id in wanted]
+        instances = select_instances(
+            load_instances(args.dataset), [i for i in args.instances.split(",") if i]
+        )
         benches = set(args.bench.split(","))
         if "localization" in benches or "rerank" in benches:
             others(console, args, instances, benches)

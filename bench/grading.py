@@ -32,12 +32,18 @@ def run(instances, workers: int) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 6
-    instances = load_instances("bundled")
-    picked = (instances[::3] * 2)[:count]  # a spread over libraries
+def bundled_spread(count: int) -> list:
+    """``count`` bundled tasks spread over their libraries (every third, then again), their images built first;
+    the grading benches' shared choice."""
+    picked = (load_instances("bundled")[::3] * 2)[:count]
     for inst in picked:
         instance_image(inst)
+    return picked
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 6
+    picked = bundled_spread(count)
     rows = {workers: run(picked, workers) for workers in (1, 2)}
     table = Table(title=f"grading {count} bundled gold patches")
     table.add_column("metric")

@@ -11,13 +11,12 @@ import statistics
 import sys
 import time
 
+from grading import bundled_spread
 from rich.console import Console
 from rich.table import Table
 
 import swe_srl.grading.runner as runner
-from swe_srl.benchmark.instances import load_instances
 from swe_srl.grading.canaries import Planted, plant
-from swe_srl.infra.recipes import instance_image
 
 
 def timed(inst, planting) -> tuple[float, float]:
@@ -30,9 +29,7 @@ def timed(inst, planting) -> tuple[float, float]:
 
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-    picked = (load_instances("bundled")[::3] * 2)[:count]  # a spread over libraries
-    for inst in picked:
-        instance_image(inst)
+    picked = bundled_spread(count)
     modes = {"canaries": plant, "none (baseline)": lambda *args, **kwargs: Planted()}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in modes}
     for k, inst in enumerate(picked):

@@ -11,13 +11,12 @@ import statistics
 import sys
 import time
 
+from grading import bundled_spread
 from rich.console import Console
 from rich.table import Table
 
 import swe_srl.grading.channel as channel
-from swe_srl.benchmark.instances import load_instances
 from swe_srl.grading.runner import grade
-from swe_srl.infra.recipes import instance_image
 
 CHECKED = channel.PYTEST_REPORT_PLUGIN
 UNCHECKED = (
@@ -40,10 +39,7 @@ def timed(inst, plugin: str) -> tuple[float, float]:
 
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-    instances = load_instances("bundled")
-    picked = (instances[::3] * 2)[:count]  # a spread over libraries
-    for inst in picked:
-        instance_image(inst)
+    picked = bundled_spread(count)
     rows: dict[str, list[tuple[float, float]]] = {"checks off (baseline)": [], "checks on": []}
     for i, inst in enumerate(picked):  # alternate which goes first, so drift hits both
         order = [("checks off (baseline)", UNCHECKED), ("checks on", CHECKED)]

@@ -19,11 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from grading import bundled_spread
 from rich.console import Console
 from rich.table import Table
-
-from swe_srl.benchmark.instances import load_instances
-from swe_srl.infra.recipes import instance_image
 
 OURS = Path(__file__).resolve().parents[1]
 MARK = "@@grading_vs "
@@ -112,9 +110,7 @@ def main() -> None:
     parser.add_argument("--ref", default="cc25570")
     parser.add_argument("--tree", type=Path, default=Path("/tmp/h4/ref"))
     args = parser.parse_args()
-    picked = (load_instances("bundled")[::3] * 2)[: args.count]  # a spread over libraries
-    for inst in picked:
-        instance_image(inst)
+    picked = bundled_spread(args.count)
     sides = [Side(f"ref {args.ref}", worktree(args.ref, args.tree)), Side("ours", OURS)]
     load = os.getloadavg()
     try:

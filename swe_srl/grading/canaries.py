@@ -209,14 +209,21 @@ class Target:
     """The command names tests or classes in it (``file.py::Test::test_x``, django's ``module.Class``)."""
     modules: tuple[str, ...] = ()
     """unittest labels: each candidate's module label (``admin_views.tests``), to name the canaries' class by."""
+    folder: bool = False
+    """A folder a pytest command runs (``pytest tests``): every file under it named as pytest's default
+    ``python_files`` names test modules (``test_*.py``, ``*_test.py``)."""
 
 
-def canary_targets(instance: Instance) -> list[Target]:
-    """The test files the command runs: its directives (paths, ``path::id``), unittest labels as modules (django's
-    under ``tests/``): ``a.b.Class`` is the file ``a/b/Class.py`` if it is there, else ``a/b.py`` selected."""
+def canary_targets(instance: Instance, kind: str | None = None) -> list[Target]:
+    """The test files the command of runner ``kind`` runs: its directives (paths, ``path::id``; a pytest or tox
+    folder: the test files under it), unittest labels as modules (django's under ``tests/``): ``a.b.Class`` is the
+    file ``a/b/Class.py`` if it is there, else ``a/b.py`` selected."""
     out = []
     for entry in dict.fromkeys(test_files(instance)):
         path, _, ids = entry.partition("::")
+        if kind in ("pytest", "tox") and not path.endswith(".py") and not ids:
+            out.append(Target((path.rstrip("/") + "/",), folder=True))  # a folder (a file of other text: none)
+            continue
         if path.endswith(".py") or "/" in path:
             out.append(Target((path,), bool(ids)) if path.endswith(".py") else None)
             continue
@@ -231,12 +238,16 @@ _OUTLINE = r"^[[:space:]]*(async[[:space:]]+)?def[[:space:]]|^class[[:space:]]|^
 
 
 def _outlines(sandbox: Sandbox, paths: list[str]) -> dict[str, str]:
-    """Each of ``paths`` that is a file → its ``def``, ``class`` and ``import unittest`` lines, all :func:`draw`
-    reads of a file, in one command (one ``grep``; a whole file's bytes cost more to move)."""
-    quoted = " ".join(map(shlex.quote, paths))
+    """Each of ``paths`` that is a file (a folder, ending in ``/``: each test file under it) → its ``def``,
+    ``class`` and ``import unittest`` lines, all :func:`draw` reads of a file, in one command (one ``grep``; a
+    whole file's bytes cost more to move)."""
+    files = " ".join(shlex.quote(p) for p in paths if not p.endswith("/"))
+    folders = " ".join(shlex.quote(p) for p in paths if p.endswith("/"))
     script = (
-        f'cd /testbed; for f in {quoted}; do [ -f "$f" ] && echo "@@swe-srl-file $f"; done; '
-        f"grep -H -E '{_OUTLINE}' {quoted} 2>/dev/null; true"
+        f'cd /testbed; fs=(); for f in {files}; do [ -f "$f" ] && fs+=("$f"); done; for d in {folders}; do '
+        '[ -d "$d" ] && mapfile -t -O "${#fs[@]}" fs < <(find "$d" -type f \\( -name "test_*.py" -o -name '
+        '"*_test.py" \\) -not -path "*/.*" | LC_ALL=C sort); done; for f in "${fs[@]}"; do echo "@@swe-srl-file '
+        f"$f\"; done; [ ${{#fs[@]}} -gt 0 ] && grep -H -E '{_OUTLINE}' \"${{fs[@]}}\" 2>/dev/null; true"
     )
     lines = sandbox.run(script, timeout=120).output.split("\n")
     out = {ln.removeprefix("@@swe-srl-file "): [] for ln in lines if ln.startswith("@@swe-srl-file ")}
@@ -248,6 +259,13 @@ def _outlines(sandbox: Sandbox, paths: list[str]) -> dict[str, str]:
     return {path: "\n".join(found) + "\n" for path, found in out.items()}
 
 
+def _files(target: Target, sources: Mapping[str, str]) -> list[tuple[int, str]]:
+    """(candidate index, path) of each file of ``target`` that is there: the first candidate found; a folder's all."""
+    if target.folder:
+        return [(0, p) for p in sources if p.startswith(target.candidates[0])]
+    return next(([(k, p)] for k, p in enumerate(target.candidates) if p in sources), [])
+
+
 def _plan(
     targets: list[Target], sources: Mapping[str, str], kind: str, rng: random.Random
 ) -> tuple[Planted, list[str]]:
@@ -257,9 +275,8 @@ def _plan(
     helper the test patch edits), gets none: it has no tests to guard, and functions appended to a module the tests
     document or import (autodoc's ``:members:``, ``from m import *``) would change what they see."""
     planted, appends = Planted(), []
-    for target in targets:
-        k, path = next(((k, p) for k, p in enumerate(target.candidates) if p in sources), (-1, ""))
-        if not path or path in planted.own or not own_tests(sources[path]):
+    for target, k, path in ((t, k, p) for t in targets for k, p in _files(t, sources)):
+        if path in planted.own or not own_tests(sources[path]):
             continue
         source = sources[path]  # whether the file ends with a newline is not read: one more blank line then
         text, canaries = draw(
@@ -280,7 +297,7 @@ def plant(sandbox: Sandbox, instance: Instance, kind: str, rng: random.Random | 
     """Append fresh canaries to each test file the command of runner ``kind`` runs (:func:`_plan`: a file that is
     not there or defines no test is left alone); where the command selects tests of a file, it gets its canaries'
     ids too. Two commands in all: one reads their outlines, one appends to them."""
-    targets = canary_targets(instance)
+    targets = canary_targets(instance, kind)
     sources = (
         _outlines(sandbox, list(dict.fromkeys(p for t in targets for p in t.candidates))) if targets else {}
     )

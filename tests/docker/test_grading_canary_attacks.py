@@ -89,6 +89,19 @@ def test_tests_swapped_for_no_ops_are_caught_by_the_canaries(task) -> None:  # n
     assert {f["rule"] for f in result.flags} >= {"profile or trace hook", "reaches into frames"}
 
 
+def test_a_command_that_runs_a_folder_plants_in_each_test_file_under_it(task) -> None:  # noqa: F811
+    """``pytest -rA test``: every test file under the folder gets canaries; the gold patch's grade stays resolved
+    with no report, the no-op swap is caught in each file."""
+    inst, base = task
+    folder = copy.deepcopy(inst)
+    folder.extra["env"]["test_files"] = ["test"]
+    gold = grade(folder, inst.patch)
+    assert gold.status == "resolved" and "runner tampered" not in gold.log, gold.log[-1500:]
+    said = canary_verdicts(folder, make_patch(base, {PACKAGE: base[PACKAGE] + NO_OP_SWAP}))
+    files = {s.split("::")[0].removeprefix("canary ") for s in said if "(must fail) reported PASSED" in s}
+    assert files > set(inst.extra["env"]["test_files"]), said  # the folder holds test files the list does not
+
+
 def test_tests_swapped_for_no_ops_under_unittest_are_caught_by_the_canaries(unittest_task) -> None:  # noqa: F811
     unit, base = unittest_task
     patch = make_patch(base, {PACKAGE: base[PACKAGE] + NO_OP_SWAP})

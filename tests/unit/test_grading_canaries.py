@@ -174,6 +174,26 @@ def test_the_files_a_command_runs() -> None:
     assert targets("o/r", ["pkg.test_x"])[0].candidates == ("pkg/test_x.py", "pkg.py")
 
 
+def test_a_folder_a_pytest_command_runs_plants_in_each_test_file_under_it() -> None:
+    """``pytest -rA tests`` (the bundled parse tasks): each test file under the folder gets its canaries."""
+    from swe_srl.benchmark.instances import Instance
+    from swe_srl.grading.canaries import Target, _plan, canary_targets
+
+    inst = Instance("o__r-1", "o/r", "0" * 40, "", "", "", extra={"env": {"test_files": ["tests", "t/test_a.py"]}})
+    targets = canary_targets(inst, "pytest")
+    assert targets == [Target(("tests/",), folder=True), Target(("t/test_a.py",))]
+    assert canary_targets(inst, "unittest")[0] == Target(("tests.py",), False, ("tests",))  # a module label there
+    sources = {
+        "t/test_a.py": "def test_a():\n",
+        "tests/test_x.py": "def test_x():\n",
+        "tests/sub/k_test.py": "class TestK:\n    def test_k(self):\n",
+        "testsuite/test_y.py": "def test_y():\n",  # another folder whose name starts the same
+    }
+    planted, appends = _plan(targets, sources, "pytest", random.Random(5))
+    assert [p for p in planted.own] == ["tests/test_x.py", "tests/sub/k_test.py", "t/test_a.py"]
+    assert len(planted.canaries) == 6 and len(appends) == 3 and not planted.selectors
+
+
 def test_a_file_that_defines_no_test_gets_no_canaries() -> None:
     """sphinx-doc__sphinx-9229's command names an autodoc target module (``tests/roots/…/classes.py``) next to its
     test file: functions appended there would be documented by ``:members:``; only the test file gets canaries."""

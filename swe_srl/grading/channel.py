@@ -64,13 +64,14 @@ def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[
         f"swe_srl_report_{token}",
         f"/tmp/.swe_srl_{token}.log",
     )
+    # made in the session, as write_file would by a separate exec (slower); tox's FIFO is in it: ours alone
+    sandbox.run(f"mkdir -p {plugin_dir}" + (f" && chmod 700 {plugin_dir}" if kind == "tox" else ""))
     if kind == "pytest":
         sandbox.write_file(f"{plugin_dir}/{module}.py", _NO_REWRITE + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
         return pytest_script(command, module, plugin_dir, log, setup), log, (plugin_dir,)
     if kind == "tox":
         # tox passes pytest neither our descriptor nor our environment: the plugin sits in the cwd
         fifo = f"{plugin_dir}/channel"
-        sandbox.run(f"mkdir -p {plugin_dir} && chmod 700 {plugin_dir}")
         sandbox.write_file(
             f"{module}.py", _NO_REWRITE + f"_FIFO = {fifo!r}\n" + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN
         )

@@ -80,9 +80,9 @@ from swe_srl.infra.sandbox.remote import call_on_sandbox_node
 CHANNEL_LIMIT = 8_000_000
 """Grading's output cap: the channel carries one short line per test."""
 PROBE = """\
+import importlib.util
 import json
-import _pytest.config as config
-source = open(config.__file__).read()
+source = open(importlib.util.find_spec("_pytest.config").origin).read()
 plugins = []
 try:
     from importlib.metadata import distributions

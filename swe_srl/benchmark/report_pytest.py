@@ -162,34 +162,32 @@ def _spaces(pm):
     return out
 
 
-def _machinery_objects(kept):
-    # (each namespace's size, every object _machinery reads), as they are now, in the order of ``kept``
-    sizes, out, missing = [], [], _FAST["missing"]
-    for (owner, space), (_, names, funcs) in zip(_spaces(_state["pm"]), kept):
-        values = tuple(map(space.get, names, _itertools.repeat(missing, len(names))))
-        sizes.append(len(space))
-        out.append((owner,) + values + tuple(map(callable, values)) + tuple(map(_PARTS[0], funcs)))
-    return sizes, out
-
-
 def _machinery_kept():
     # after a check that found the machinery as at session start: the objects to compare the next check with
     kept = []
     for owner, space in _spaces(_state["pm"]):
-        names = tuple(space)
-        kept.append((owner, names, tuple(v for v in map(space.get, names) if type(v) is _FUNC)))
-    _FAST["machinery"] = (kept, _machinery_objects(kept))
+        keys, values = tuple(space), tuple(space.values())
+        funcs = tuple(v for v in values if type(v) is _FUNC)
+        kept.append((owner, keys, values, tuple(map(callable, values)), funcs, tuple(map(_PARTS[0], funcs))))
+    _FAST["machinery"] = kept
 
 
 def _machinery_unchanged():
-    # True when every object _machinery reads (each namespace's owner, size, names' values, whether they are
-    # callable, the functions' code) is the one it was at the last check that found no change, so _machinery would
-    # give what it gave then; False sends the check to _machinery itself
-    if "machinery" not in _FAST:
+    # True when every object _machinery reads (each namespace's owner, its names and their values, whether they
+    # are callable, the functions' code) is the one it was at the last check that found no change, so _machinery
+    # would give what it gave then; False sends the check to _machinery itself. Compared in place, in C: a name
+    # given a new value keeps its key object and its place, one removed or added changes the keys
+    kept, spaces = _FAST.get("machinery"), _spaces(_state["pm"])
+    if kept is None or len(kept) != len(spaces):
         return False
-    kept, (sizes, objects) = _FAST["machinery"]
-    now_sizes, now = _machinery_objects(kept)
-    return now_sizes == sizes and len(now) == len(objects) and all(map(_identical, objects, now))
+    for (owner, space), (was, keys, values, callables, funcs, codes) in zip(spaces, kept):
+        if owner is not was or len(space) != len(keys) or not all(map(_IS, space, keys)):
+            return False
+        if not all(map(_IS, space.values(), values)) or not all(map(_IS, map(callable, values), callables)):
+            return False
+        if not all(map(_IS, map(_PARTS[0], funcs), codes)):
+            return False
+    return True
 
 
 def _check(config, where):

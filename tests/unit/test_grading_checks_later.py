@@ -30,6 +30,10 @@ CHANGES = {
         "r.check_interactive_exception.__code__ = (lambda call, report: False).__code__\n",
         "runner ('_pytest.runner', None) changed",
     ),
+    "machinery method added": (
+        "import _pytest.reports as r\nr.TestReport.__getattr__ = lambda self, name: None\n",
+        "runner ('_pytest.reports', 'TestReport') changed",
+    ),
     "reporter global": (FIND_REPORTER + "reporter['_results'] = {}\n", "reporter _results changed"),
     "reporter code": (
         FIND_REPORTER + "reporter['_describe'].__code__ = (lambda obj: 'x').__code__\n",

@@ -216,9 +216,9 @@ def _same(a, b):
 def _matches(code):
     path = _real(code.co_filename)
     key = (code.co_name, code.co_firstlineno)
-    return _is_test(path) and (
-        any(_same(code, c) for c in _index(path).get(key, ()))
-        or any(_same(code, c) for c in _COMPILED.get(path, {}).get(key, ()))
+    return _is_test(path) and (  # the code pytest >= 8 runs, ours (report_rewrite.py), first: no second compile
+        any(_same(code, c) for c in _COMPILED.get(path, {}).get(key, ()))
+        or any(_same(code, c) for c in _index(path).get(key, ()))
         or any(_same(code, c) for c in _rewritten_at(path, code.co_firstlineno).get(key, ()))
     )
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 import swe_srl.grading.runner as runner
-from swe_srl.grading.canaries import Planted, plant
+from swe_srl.grading.planting import Planted, plant
 
 
 def timed(inst, planting) -> tuple[float, float]:

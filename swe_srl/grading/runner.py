@@ -51,7 +51,7 @@ from swe_srl.benchmark.verdicts import (
 )
 from swe_srl.core.patches import patch_paths
 from swe_srl.errors import ImageBuildError, SandboxError, SweSrlError
-from swe_srl.grading.canaries import Planted, plant, strip
+from swe_srl.grading.canaries import strip
 from swe_srl.grading.channel import (
     TestRun,
     channel_script,
@@ -62,6 +62,7 @@ from swe_srl.grading.channel import (
 )
 from swe_srl.grading.commands import PytestSetup, runner_kind
 from swe_srl.grading.neutralize import drop_control_files, is_pytest_config, restore_pytest_sections
+from swe_srl.grading.planting import Planted, plant
 from swe_srl.grading.screen import screen_patch
 from swe_srl.grading.timeouts import (
     no_tests_verdict,

@@ -153,7 +153,7 @@ def test_what_canary_statuses_say() -> None:
 
 def test_the_files_a_command_runs() -> None:
     from swe_srl.benchmark.instances import Instance
-    from swe_srl.grading.canaries import Target, canary_targets
+    from swe_srl.grading.planting import Target, canary_targets
 
     def targets(repo: str, files: list[str]) -> list[Target]:
         inst = Instance("o__r-1", repo, "0" * 40, "", "", "", extra={"env": {"test_files": files}})
@@ -177,12 +177,16 @@ def test_the_files_a_command_runs() -> None:
 def test_a_folder_a_pytest_command_runs_plants_in_each_test_file_under_it() -> None:
     """``pytest -rA tests`` (the bundled parse tasks): each test file under the folder gets its canaries."""
     from swe_srl.benchmark.instances import Instance
-    from swe_srl.grading.canaries import Target, _plan, canary_targets
+    from swe_srl.grading.planting import Target, _plan, canary_targets
 
-    inst = Instance("o__r-1", "o/r", "0" * 40, "", "", "", extra={"env": {"test_files": ["tests", "t/test_a.py"]}})
+    inst = Instance(
+        "o__r-1", "o/r", "0" * 40, "", "", "", extra={"env": {"test_files": ["tests", "t/test_a.py"]}}
+    )
     targets = canary_targets(inst, "pytest")
     assert targets == [Target(("tests/",), folder=True), Target(("t/test_a.py",))]
-    assert canary_targets(inst, "unittest")[0] == Target(("tests.py",), False, ("tests",))  # a module label there
+    assert canary_targets(inst, "unittest")[0] == Target(
+        ("tests.py",), False, ("tests",)
+    )  # a module label there
     sources = {
         "t/test_a.py": "def test_a():\n",
         "tests/test_x.py": "def test_x():\n",
@@ -197,7 +201,7 @@ def test_a_folder_a_pytest_command_runs_plants_in_each_test_file_under_it() -> N
 def test_a_file_that_defines_no_test_gets_no_canaries() -> None:
     """sphinx-doc__sphinx-9229's command names an autodoc target module (``tests/roots/…/classes.py``) next to its
     test file: functions appended there would be documented by ``:members:``; only the test file gets canaries."""
-    from swe_srl.grading.canaries import Target, _plan
+    from swe_srl.grading.planting import Target, _plan
 
     target = "class Foo:\n    def __init__(self):\n"
     targets = [

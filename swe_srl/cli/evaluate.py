@@ -12,6 +12,7 @@ from rich.console import Console
 from swe_srl.agent.policies import POLICY_SPECS
 from swe_srl.benchmark.instances import load_instances, select_instances
 from swe_srl.benchmark.verdicts import STRICT_ENV
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import TaskError
 from swe_srl.eval.protocols.budget import load_tokenizer
 from swe_srl.eval.protocols.oneshot import EDIT_RULES, ONE_SHOT_MAX_NEW_TOKENS, PROTOCOLS
@@ -92,6 +93,8 @@ def eval_cmd(
         raise TaskError(f"dataset {dataset!r} has no instances")
     todo = select_instances(every, ids)
     setting = f"protocol: {settings.protocol}, oracle: {settings.oracle}"
+    if settings.protocol == "agent" and settings.shell != PERSISTENT:  # how the episodes ran their commands
+        setting += f", shell: {settings.shell}"
     console.print(f"{policy} on {len(todo)} instance(s) of {dataset} → {out} ({setting})")
     try:
         report = evaluate(settings, todo, out, workers=workers, ray=ray, dataset=dataset,

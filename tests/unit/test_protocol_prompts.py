@@ -113,6 +113,7 @@ def test_protocol_summary_counts_tokens_truncations_and_reasons() -> None:
         ),
         ({"policy": "gold", "protocol": "agent", "no_grade": True}, "--no-grade is for --protocol"),
         ({"policy": "gold", "protocol": "agent", "prompt_templates": (("repair", "x"),)}, "not agent"),
+        ({"policy": "gold", "shell": "per-action"}, "--shell per-action is for --protocol agent"),
     ],
 )
 def test_bad_protocol_settings_fail_before_any_work(options: dict, match: str) -> None:

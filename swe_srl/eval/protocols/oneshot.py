@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from swe_srl.core.agentless_edits import post_process
 from swe_srl.core.search_replace import apply_edits, make_patch, parse_edits
+from swe_srl.core.shells import PERSISTENT
 from swe_srl.errors import ConfigError, ContextOverflow
 from swe_srl.eval.protocols.budget import BudgetCounter, budget_counter, within_budget
 from swe_srl.eval.protocols.prompts import (
@@ -70,6 +71,9 @@ def check_protocol(settings: Any) -> None:
     if settings.oracle_window is not None or (settings.oracle_files and protocol == "agentless"):
         raise ConfigError(f"--protocol {protocol} sets its own oracle (oracle-edit: the gold patch's whole "
                           "files; agentless: none): drop --oracle-files/--oracle-window")  # fmt: skip
+    if settings.shell != PERSISTENT:
+        raise ConfigError(f"--shell {settings.shell} is for --protocol agent: --protocol {protocol} runs no "
+                          "commands")  # fmt: skip
     if settings.candidates < 1:
         raise ConfigError(f"--protocol {protocol} --candidates {settings.candidates}: need at least one")
     if settings.rerank not in RERANKS:

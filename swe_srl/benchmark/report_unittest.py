@@ -50,7 +50,7 @@ _done = []
 _said = set()
 _watched = []
 _depth = [0]
-_current = [None]
+_current = [None, None]  # sympy's runner: the test running, its file
 _started = set()
 
 
@@ -202,13 +202,14 @@ def _hook_sympy(module):
                 if reason:
                     _tampered("test replaced: " + str(_current[0]) + ": " + reason)
             elif name == "entering_filename":
-                _current[0] = None
+                _current[0], root = None, getattr(self, "_root_dir", "") or ""
+                _current[1] = args[0][len(root) + 1 :] if root and args[0].startswith(root) else args[0]
             elif name == "finish":
                 _end()
             elif name == "test_pass" and _sys.exc_info()[0] is not None:
                 _tampered("success reported while an exception is handled: " + str(_current[0]))
-            elif status and _current[0]:
-                _record(status, _current[0])
+            elif status and _current[0]:  # by its name, and by its file's path and its name
+                _record(status, _current[0], _current[1] and _current[1] + "::" + _current[0])
             return original(self, *args, **kwargs)
 
         setattr(reporter, name, method)

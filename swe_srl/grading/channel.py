@@ -107,10 +107,23 @@ def contradiction_reason(run: TestRun) -> str:
     return f"{DISAGREE}: " + "; ".join(both)[:500]
 
 
-def statuses(channel: Channel, instance: Instance, aliases: bool) -> dict[str, str]:
+def last_file_wins(tests: dict[str, str]) -> dict[str, str]:
+    """sympy's runner, whose reporter records each test by its name and by ``FILE::NAME``: a name that several
+    files define has the status of the last file that ran it, as SWE-bench's parser reads the log (the last line
+    naming it wins); the per-file ids are not kept. The channel's order is the run's."""
+    out = {key: status for key, status in tests.items() if "::" not in key}
+    for key, status in tests.items():
+        if "::" in key:
+            out[key.rpartition("::")[2]] = status
+    return out
+
+
+def statuses(channel: Channel, instance: Instance, aliases: bool, kind: str | None = None) -> dict[str, str]:
     """The run's statuses: none without a session end, all ``ERROR`` when tampered; ``aliases``: pytest node ids
-    also under the ids SWE-bench's lists use."""
+    also under the ids SWE-bench's lists use; ``kind`` ``sympy``: :func:`last_file_wins`."""
     tests = dict(channel.statuses) if channel.ended else {}  # no session end: nothing counts as passed
+    if kind == "sympy":
+        tests = last_file_wins(tests)
     if aliases:
         for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
             tests.setdefault(nodeid.split(" ")[0], status)

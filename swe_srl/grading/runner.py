@@ -161,7 +161,7 @@ def run_tests_logged(
         notes.append("[swe-srl: no test records (the runner did not reach its session end)]")
     notes += [f"[swe-srl: runner tampered: {what}]" for what in channel.tampered]
     log_text = "\n".join(filter(None, ["\n".join(notes[:60]), read_log(sandbox, log, *remove)]))
-    tests = strip(statuses(channel, instance, aliases and kind in ("pytest", "tox")), planted.canaries)
+    tests = strip(statuses(channel, instance, aliases and kind in ("pytest", "tox"), kind), planted.canaries)
     if kind in ("pytest", "tox") and not channel.tampered:
         tests.update(stray_statuses(instance, tests, log_text))
     disagreements, contradicted = cross_check(instance, tests, log_text)

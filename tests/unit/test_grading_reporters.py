@@ -182,3 +182,45 @@ def test_pytest_plugin_reports_an_xfail_raised_by_the_code_under_test(tmp_path: 
     channel, out = run_with_channel(cmd, tmp_path, {"PYTHONPATH": str(tmp_path)})
     assert channel.ended and channel.statuses == {"test_x.py::test_add": "XFAIL"}, out[-1500:]
     assert bool(channel.tampered) == (where == "package"), channel.tampered
+
+
+SYMPY_SORTED = """\
+import os, sys
+from sympy.testing.runtests import PyTestReporter, SymPyTests
+tests = SymPyTests(PyTestReporter(verbose=True))
+tests._testfiles.extend(os.path.abspath(a) for a in sys.argv[1:])
+sys.exit(not tests.test(sort=True))
+"""
+"""sympy's ``bin/test`` runs its files sorted (its ``_test``'s default)."""
+LAST = "def test_zz_last():\n    pass\n"
+"""The last test of a file: its line carries ``[OK]``, which SWE-bench's parser does not read."""
+
+
+@pytest.mark.parametrize(("failing", "verdict"), [("test_a.py", "PASSED"), ("test_c.py", "FAILED")])
+def test_sympy_a_name_two_files_define_has_the_last_file_s_status(
+    tmp_path: Path, failing: str, verdict: str
+) -> None:
+    """sympy__sympy-14248's FAIL_TO_PASS ``test_MatrixSymbol_printing`` fails in test_pretty.py and passes in
+    test_latex.py, which runs later: SWE-bench's parser (the last line naming it) passes it, and so do we; a
+    failure in the file that runs last fails it."""
+    pytest.importorskip("sympy.testing.runtests")
+    from swe_srl.benchmark.instances import Instance
+    from swe_srl.benchmark.logparse import parser_for
+    from swe_srl.grading.channel import statuses
+
+    (tmp_path / "reporter.py").write_text(UNITTEST_REPORTER)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "test").write_text(SYMPY_SORTED)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / failing).write_text("def test_same():\n    assert 1 == 2\n\n\n" + LAST)
+    (tmp_path / "tests" / "test_b.py").write_text("def test_same():\n    assert 1 == 1\n\n\n" + LAST)
+    cmd = [sys.executable, "reporter.py", "bin/test", "tests/test_b.py", f"tests/{failing}"]
+    channel, out = run_with_channel(cmd, tmp_path, {"PYTHONPATH": str(tmp_path)})
+    assert channel.ended and not channel.tampered, out
+    # the per-file ids, from the runner's root (its own package's folder here, site-packages)
+    by_file = {k.rpartition("tests/")[2]: v for k, v in channel.statuses.items() if "::" in k}
+    assert by_file == {f"{failing}::test_same": "FAILED", f"{failing}::test_zz_last": "PASSED",
+                       "test_b.py::test_same": "PASSED", "test_b.py::test_zz_last": "PASSED"}, channel.statuses  # fmt: skip
+    inst = Instance("sympy__sympy-1", "sympy/sympy", "0" * 40, "", "", "")
+    assert statuses(channel, inst, False, "sympy") == {"test_same": verdict, "test_zz_last": "PASSED"}
+    assert parser_for("sympy/sympy")(out)["test_same"] == verdict  # SWE-bench's parser on the same output

@@ -13,6 +13,7 @@ functions (pytest, sympy's runner) or methods of a new test class on the file's 
 from __future__ import annotations
 
 import builtins
+import itertools
 import keyword
 import random
 import re
@@ -40,10 +41,12 @@ class Canary:
     cls: str = ""
 
     def matches(self, key: str) -> bool:
-        """Whether ``key``, a channel id (pytest node id, unittest ``name (module.Class…)``, sympy name), is this
-        canary's."""
+        """Whether ``key``, a channel id (pytest node id or sympy ``FILE::NAME``, unittest ``name (module.Class…)``,
+        sympy name), is this canary's: its name, and its file where the id names one (another file of the run may
+        define a test of the same name)."""
         if "::" in key:
-            return key.split("::")[-1].split("[")[0] == self.name
+            reported, _, test = key.partition("::")
+            return test.split("::")[-1].split("[")[0] == self.name and _same_file(reported, self.path)
         return key == self.name or key.startswith(self.name + " (")
 
 
@@ -58,11 +61,15 @@ def _words(source: str, rng: random.Random) -> list[str]:
 
 
 def _name(words: list[str], taken: set[str], rng: random.Random) -> str:
-    while True:
-        name = "test_" + "_".join(rng.sample(words, rng.randint(2, 3)))
+    """A name of 2 or 3 of ``words`` not in ``taken`` (then added to it); the spare words join them where the run
+    has used up their combinations."""
+    for tries in itertools.count():
+        pool = words if tries < 200 else sorted({*words, *_SPARE})
+        name = "test_" + "_".join(rng.sample(pool, rng.randint(2, 3)))
         if name not in taken:
             taken.add(name)
             return name
+    raise AssertionError("unreachable")
 
 
 def _body(words: list[str], rng: random.Random, must_fail: bool, assert_eq: str) -> list[str]:
@@ -112,11 +119,21 @@ def _class_name(source: str, words: list[str], rng: random.Random) -> str:
 
 
 def draw(
-    path: str, source: str, kind: str, rng: random.Random, count: int = 2, newline: bool | None = None
+    path: str,
+    source: str,
+    kind: str,
+    rng: random.Random,
+    count: int = 2,
+    newline: bool | None = None,
+    taken: set[str] | None = None,
 ) -> tuple[str, list[Canary]]:
     """(the text to append to the test file ``path`` of text ``source``, its canaries): ``count`` canaries, at least
-    one of each kind, in random order; ``kind`` is the runner (``commands.RunnerKind``)."""
-    words, taken = _words(source, rng), set(_TEST_DEF.findall(source))
+    one of each kind, in random order; ``kind`` is the runner (``commands.RunnerKind``). ``taken``: the test names
+    the run already has (every file's, and the canaries drawn so far), updated: a canary's name is unique in the run,
+    as runners that report bare names (sympy's) need."""
+    words = _words(source, rng)
+    taken = set() if taken is None else taken
+    taken |= set(_TEST_DEF.findall(source))
     fails = [True, False] + [rng.random() < 0.5 for _ in range(count - 2)]
     rng.shuffle(fails)
     newline = source.endswith("\n") if newline is None else newline
@@ -140,10 +157,16 @@ def draw(
     return "\n".join(out).rstrip("\n") + "\n", canaries
 
 
+def _same_file(reported: str, path: str) -> bool:
+    """Whether a file as a channel id names it (relative to the runner's root) is ``path`` (relative to the
+    repository)."""
+    return reported == path or path.endswith("/" + reported) or reported.endswith("/" + path)
+
+
 def _file_of(key: str, canary: Canary, own: set[str]) -> bool:
     """Whether channel id ``key`` is a test of ``canary``'s file (``own``: that file's test names)."""
     if "::" in key:
-        return canary.path.endswith(key.split("::")[0]) or key.split("::")[0].endswith(canary.path)
+        return _same_file(key.split("::")[0], canary.path)
     name = key.split(" (")[0]
     return name in own
 

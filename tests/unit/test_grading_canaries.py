@@ -214,3 +214,48 @@ def test_a_file_that_defines_no_test_gets_no_canaries() -> None:
     assert {c.path for c in planted.canaries} == {"tests/test_autoclass.py"} and len(planted.canaries) == 2
     assert len(appends) == 1 and appends[0].startswith("cat >> tests/test_autoclass.py <<")
     assert list(planted.own) == ["tests/test_autoclass.py"]
+
+
+def test_a_canary_s_name_is_unique_in_the_run_and_read_with_its_file() -> None:
+    """parse__parse-m012's gold patch was graded `runner tampered`: test_findall.py and test_search.py, whose test
+    names share their words, each drew a canary `test_result_evaluate`, one must-fail and one must-pass, and the
+    must-pass one was read from the other file's failing status. Names are now unique across the run's files (their
+    own tests included), and a node id is a canary's only in the canary's file."""
+    from swe_srl.grading.planting import Target, _plan
+
+    shared = (
+        "def test_result_evaluate_basic():\n\ndef test_no_evaluate_result():\n\ndef test_result_case():\n"
+    )
+    sources = {"tests/test_findall.py": shared, "tests/test_search.py": shared + "def test_search_fixed():\n"}
+    targets = [Target(("tests/",), folder=True)]
+    for seed in range(300):
+        planted, _ = _plan(targets, sources, "pytest", random.Random(seed))
+        names = [c.name for c in planted.canaries]
+        assert len(names) == 4 and len(set(names)) == 4, (seed, names)
+        assert not set(names) & set().union(*map(own_tests, sources.values())), seed
+
+    # a run of many files on the same few words uses up their combinations: the spare words join them
+    many = {f"tests/test_{k}.py": "def test_alpha_beta():\n" for k in range(40)}
+    planted, _ = _plan(targets, many, "pytest", random.Random(1))
+    assert len({c.name for c in planted.canaries}) == 80
+
+    # the statuses as that run reported them, read with the file
+    fail = Canary("tests/test_findall.py", "test_result_evaluate", True)
+    ok = Canary("tests/test_search.py", "test_result_evaluate", False)
+    run = {
+        "tests/test_findall.py::test_result_evaluate": "FAILED",
+        "tests/test_findall.py::test_no_evaluate_result": "PASSED",
+        "tests/test_search.py::test_no_evaluate_result": "PASSED",
+        "tests/test_search.py::test_result_evaluate": "PASSED",
+    }
+    own = {p: own_tests(s) for p, s in sources.items()}
+    assert verdicts([fail, ok], run, own) == []
+    assert verdicts([ok], {**run, "tests/test_search.py::test_result_evaluate": "FAILED"}, own) == [
+        "canary tests/test_search.py::test_result_evaluate (must pass) reported FAILED"
+    ]
+    # a test of another file with a canary's name is a test, kept in the report; a file named alike is another file
+    assert strip({"tests/test_x.py::test_result_evaluate": "PASSED"}, [ok]) == {
+        "tests/test_x.py::test_result_evaluate": "PASSED"
+    }
+    assert not Canary("tests/other_test_search.py", "test_a", False).matches("test_search.py::test_a")
+    assert Canary("pkg/tests/test_search.py", "test_a", False).matches("tests/test_search.py::test_a")

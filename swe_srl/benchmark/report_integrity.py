@@ -30,6 +30,7 @@ import re as _re
 _ROOT = _os.path.realpath(_os.getcwd())
 _SELF = _os.path.realpath(globals().get("__file__") or "-")
 _TEST_RE = _re.compile(globals().get("_TEST_PATH") or "(?!)")
+_RUNNER_DIRS = globals().get("_RUNNER_DIRS") or ()  # files of the runner under _ROOT (pytest's own repository)
 _TEST_FILES = set()
 _SNAP = {}
 _SEEN = set()
@@ -82,7 +83,12 @@ def _untrusted_file(name):
     if not _os.path.isabs(name):
         return True
     path = _os.path.realpath(name)
-    return path != _SELF and path.startswith(_ROOT + _os.sep) and not _is_test(path)
+    return (
+        path != _SELF
+        and path.startswith(_ROOT + _os.sep)
+        and not _is_test(path)
+        and not path.startswith(_RUNNER_DIRS)
+    )
 
 
 def _where(code):

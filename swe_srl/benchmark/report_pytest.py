@@ -37,6 +37,13 @@ import _pytest.hookspec as _hookspec
 import _pytest.python as _python
 
 _NONCE = _os.urandom(12).hex()
+_RUNNER_DIRS = ()
+if globals().get("_RUNNER_IS_CODE"):  # pytest's own repository: its _pytest and pytest are the runner
+    _RUNNER_DIRS = tuple(
+        _os.path.dirname(_os.path.realpath(m.__file__)) + _os.sep if m.__file__.endswith("__init__.py")
+        else _os.path.realpath(m.__file__)
+        for m in (_sys.modules["_pytest"], _pytest)
+    )
 _UNSET = _os.environ.pop("SWE_SRL_UNSET", "").split()
 _FIFO = globals().get("_FIFO", "")
 _TEST_PATH = globals().get("_TEST_PATH", "")

@@ -41,6 +41,9 @@ TEST_PATH = re.compile(
 )
 """Test files, and the test runners that live in a repository (django's ``tests/runtests.py``, sympy's
 ``bin/test`` and ``sympy/utilities/runtests.py``; ``sympy/testing/runtests.py`` is under ``testing/``)."""
+RUNNER_IS_CODE = frozenset({"pytest-dev/pytest"})
+"""Repositories whose code under test is the test runner (``src/_pytest`` installed from ``/testbed``): its edits to
+the runner are not flagged, and the reporter counts the runner's own package as the runner's (docs/grading.md)."""
 
 
 @dataclass

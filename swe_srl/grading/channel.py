@@ -55,9 +55,14 @@ class TestRun(NamedTuple):
     output's (fail closed); ``grade``'s reason is :data:`~swe_srl.benchmark.verdicts.DISAGREE`."""
 
 
-def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[str, str, tuple[str, ...]]:
-    """(the script to run, the log path, the paths to remove after) for a command our reporters know."""
+def channel_script(
+    sandbox: Sandbox, command: str, setup: PytestSetup, runner_is_code: bool = False
+) -> tuple[str, str, tuple[str, ...]]:
+    """(the script to run, the log path, the paths to remove after) for a command our reporters know.
+    ``runner_is_code``: the repository is the runner's (:data:`~swe_srl.benchmark.verdicts.RUNNER_IS_CODE`): the
+    pytest plugin counts the files of the ``_pytest`` and ``pytest`` it runs under as the runner's."""
     kind = runner_kind(command)
+    head = _NO_REWRITE + _TEST_PATH_LINE + ("_RUNNER_IS_CODE = True\n" if runner_is_code else "")
     token = uuid.uuid4().hex[:12]
     plugin_dir, module, log = (
         f"/tmp/.swe_srl_{token}",
@@ -67,14 +72,12 @@ def channel_script(sandbox: Sandbox, command: str, setup: PytestSetup) -> tuple[
     # made in the session, as write_file would by a separate exec (slower); tox's FIFO is in it: ours alone
     sandbox.run(f"mkdir -p {plugin_dir}" + (f" && chmod 700 {plugin_dir}" if kind == "tox" else ""))
     if kind == "pytest":
-        sandbox.write_file(f"{plugin_dir}/{module}.py", _NO_REWRITE + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN)
+        sandbox.write_file(f"{plugin_dir}/{module}.py", head + PYTEST_REPORT_PLUGIN)
         return pytest_script(command, module, plugin_dir, log, setup), log, (plugin_dir,)
     if kind == "tox":
         # tox passes pytest neither our descriptor nor our environment: the plugin sits in the cwd
         fifo = f"{plugin_dir}/channel"
-        sandbox.write_file(
-            f"{module}.py", _NO_REWRITE + f"_FIFO = {fifo!r}\n" + _TEST_PATH_LINE + PYTEST_REPORT_PLUGIN
-        )
+        sandbox.write_file(f"{module}.py", head + f"_FIFO = {fifo!r}\n" + PYTEST_REPORT_PLUGIN)
         return tox_script(command, module, fifo, log), log, (plugin_dir, f"/testbed/{module}.py")
     reporter = f"{plugin_dir}/{module}.py"
     sandbox.write_file(reporter, UNITTEST_REPORTER)

@@ -41,6 +41,7 @@ from swe_srl.benchmark.specs import eval_prelude, spec_cpus, test_command
 from swe_srl.benchmark.verdicts import (
     ENV_BUILD,
     FLAGGED,
+    RUNNER_IS_CODE,
     STRICT_ENV,
     TAMPERED,
     GradeResult,
@@ -147,7 +148,9 @@ def run_tests_logged(
         setup = setup or probe_pytest(sandbox, instance)
     planted = plant(sandbox, instance, kind) if canaries else Planted()
     command = " ".join([command, *planted.selectors])
-    script, log, remove = channel_script(sandbox, command, setup or PytestSetup())
+    script, log, remove = channel_script(
+        sandbox, command, setup or PytestSetup(), runner_is_code=instance.repo in RUNNER_IS_CODE
+    )
     result = sandbox.run(f"{prelude}; {script}", timeout=timeout)
     channel = read_channel(result.output)
     if channel.ended:  # a canary's status says the runner did not run the tests as written

@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from swe_srl.benchmark.instances import Instance
-from swe_srl.benchmark.verdicts import is_test_file
+from swe_srl.benchmark.verdicts import RUNNER_IS_CODE, is_test_file
 from swe_srl.core.patches import FileDiff, file_diffs
 from swe_srl.grading.neutralize import is_control_file
 from swe_srl.grading.screen_compare import always_equal
@@ -143,7 +143,6 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 ALWAYS_EQUAL = "comparison that ignores its other argument"
-_PYTEST_REPO = "pytest-dev/pytest"
 _PYTEST_OWN = {"pytest internals (_pytest)", "pytest hook or plugin API", "import system hooks", "reaches into frames",
                "code object replaced", "test helpers replaced"}  # fmt: skip
 
@@ -165,7 +164,7 @@ class Flag:
 
 def _rules(repo: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
     """The rules for ``repo``: pytest's own repository legitimately edits pytest's internals and hooks."""
-    return tuple(r for r in RULES if not (repo == _PYTEST_REPO and r[0] in _PYTEST_OWN))
+    return tuple(r for r in RULES if not (repo in RUNNER_IS_CODE and r[0] in _PYTEST_OWN))
 
 
 def _code(line: str) -> str:

@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 INSTANCES = {
     "pytest-dev__pytest-7432": "pytest-dev/pytest",  # 5.4: builds in ≈ 30 s once the env image exists, tests ≈ 20 s
+    "pytest-dev__pytest-5809": "pytest-dev/pytest",  # 4.6: its rewriting hook and pytest.ensuretemp are the runner's
     "sphinx-doc__sphinx-8595": "sphinx-doc/sphinx",  # tox --current-env inside the venv, docutils of its era
     "pydata__xarray-7229": "pydata/xarray",  # environment.yml through pip, the Python fallback (approximate Python)
     "pylint-dev__pylint-6903": "pylint-dev/pylint",  # era pip/setuptools: a working editable install

@@ -13,6 +13,7 @@ from swe_srl.benchmark.logparse import (
     FAILED,
     PASSING,
     PYTEST_REPORT_PLUGIN,
+    RECORD_RANK,
     Channel,
     official_aliases,
     parser_for,
@@ -128,8 +129,15 @@ def statuses(channel: Channel, instance: Instance, aliases: bool, kind: str | No
     if kind == "sympy":
         tests = last_file_wins(tests)
     if aliases:
-        for nodeid, status in list(tests.items()):  # SWE-bench ids are cut at the first space
-            tests.setdefault(nodeid.split(" ")[0], status)
+        cut: dict[
+            str, str
+        ] = {}  # SWE-bench ids are cut at the first space; node ids cut alike: the worse status
+        for nodeid, status in tests.items():
+            key = nodeid.split(" ")[0]
+            if key != nodeid and RECORD_RANK.get(status, 0) >= RECORD_RANK.get(cut.get(key, ""), -1):
+                cut[key] = status
+        for key, status in cut.items():
+            tests.setdefault(key, status)
         for key, status in official_aliases(instance.repo, tests).items():  # the ids SWE-bench's parser gives
             tests.setdefault(key, status)
     if channel.tampered:

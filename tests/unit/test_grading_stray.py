@@ -51,3 +51,20 @@ def test_verdict_with_stray_ids() -> None:
     assert verdict(inst, {**report, **stray_statuses(inst, report, LOG)}) == "resolved"
     failed = {"testing/test_capture.py::test_real": "FAILED"}
     assert verdict(inst, {**failed, **stray_statuses(inst, failed, LOG)}) == "unresolved"
+
+
+def test_node_ids_cut_alike_at_their_first_space_give_the_cut_id_the_worse_status() -> None:
+    """pylint-dev__pylint-8898's empty patch: `…[foo, bar-expected2]` passed and `…[foo, bar{1,3}-expected3]`
+    failed; both are `…[foo,` in SWE-bench's lists, whose parser keeps the failure (listed last by `-rA`). The
+    first node id's status was taken, and the stdout cross-check then disagreed."""
+    from swe_srl.benchmark.instances import Instance
+    from swe_srl.benchmark.logparse import Channel
+    from swe_srl.grading.channel import statuses
+
+    test = "tests/config/test_config.py::test_csv_regex_comma_in_quantifier"
+    channel = Channel(
+        {f"{test}[foo, bar-expected2]": "PASSED", f"{test}[foo, bar{{1,3}}-expected3]": "FAILED"}, True
+    )
+    inst = Instance("pylint-dev__pylint-8898", "pylint-dev/pylint", "0" * 40, "", "", "")
+    assert statuses(channel, inst, aliases=True)[f"{test}[foo,"] == "FAILED"
+    assert statuses(channel, inst, aliases=False).get(f"{test}[foo,") is None

@@ -42,7 +42,7 @@ def parse_pytest(log: str) -> dict[str, str]:
     return results
 
 
-RECORD_RANK = {PASSED: 0, XFAIL: 1, SKIPPED: 2, FAILED: 3, ERROR: 4}
+_RECORD_RANK = {PASSED: 0, XFAIL: 1, SKIPPED: 2, FAILED: 3, ERROR: 4}
 _ANNOUNCE = re.compile(r"@swe-srl ([0-9a-f]{24}) start")
 
 
@@ -88,7 +88,7 @@ def read_channel(text: str) -> Channel:
             continue
         if status == "tampered":
             channel.tampered.append(nodeid)
-        elif status in RECORD_RANK and RECORD_RANK[status] > RECORD_RANK.get(
+        elif status in _RECORD_RANK and _RECORD_RANK[status] > _RECORD_RANK.get(
             channel.statuses.get(nodeid, ""), -1
         ):
             channel.statuses[nodeid] = status
@@ -132,6 +132,12 @@ def official_aliases(repo: str, results: dict[str, str]) -> dict[str, str]:
     aliases: dict[str, str] = {}
     for nodeid, status in results.items():
         for key in parser(f"{status} {nodeid}"):  # the official parser on this test's summary line
-            if key != nodeid and RECORD_RANK.get(status, 0) >= RECORD_RANK.get(aliases.get(key, ""), -1):
-                aliases[key] = status
+            if key != nodeid:
+                keep_worse(aliases, key, status)
     return aliases
+
+
+def keep_worse(aliases: dict[str, str], key: str, status: str) -> None:
+    """``aliases[key]`` becomes ``status`` unless it already holds a worse one (several ids, one alias)."""
+    if _RECORD_RANK.get(status, 0) >= _RECORD_RANK.get(aliases.get(key, ""), -1):
+        aliases[key] = status

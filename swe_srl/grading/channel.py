@@ -13,8 +13,8 @@ from swe_srl.benchmark.logparse import (
     FAILED,
     PASSING,
     PYTEST_REPORT_PLUGIN,
-    RECORD_RANK,
     Channel,
+    keep_worse,
     official_aliases,
     parser_for,
 )
@@ -129,13 +129,11 @@ def statuses(channel: Channel, instance: Instance, aliases: bool, kind: str | No
     if kind == "sympy":
         tests = last_file_wins(tests)
     if aliases:
-        cut: dict[
-            str, str
-        ] = {}  # SWE-bench ids are cut at the first space; node ids cut alike: the worse status
+        # SWE-bench ids are cut at the first space; node ids cut alike give the cut id the worse status
+        cut: dict[str, str] = {}
         for nodeid, status in tests.items():
-            key = nodeid.split(" ")[0]
-            if key != nodeid and RECORD_RANK.get(status, 0) >= RECORD_RANK.get(cut.get(key, ""), -1):
-                cut[key] = status
+            if nodeid.split(" ")[0] != nodeid:
+                keep_worse(cut, nodeid.split(" ")[0], status)
         for key, status in cut.items():
             tests.setdefault(key, status)
         for key, status in official_aliases(instance.repo, tests).items():  # the ids SWE-bench's parser gives

@@ -106,9 +106,10 @@ def _plan(
     helper the test patch edits), gets none: it has no tests to guard, and functions appended to a module the tests
     document or import (autodoc's ``:members:``, ``from m import *``) would change what they see."""
     planted, appends = Planted(), []
-    taken = set().union(*map(own_tests, sources.values()))  # the run's test names: no canary takes one
+    own = {path: own_tests(source) for path, source in sources.items()}
+    taken = set().union(*own.values())  # the run's test names: no canary takes one
     for target, k, path in ((t, k, p) for t in targets for k, p in _files(t, sources)):
-        if path in planted.own or not own_tests(sources[path]):
+        if path in planted.own or not own[path]:
             continue
         source = sources[path]  # whether the file ends with a newline is not read: one more blank line then
         text, canaries = draw(
@@ -117,7 +118,7 @@ def _plan(
         # a quoted here-document: the text is code drawn here from [a-z_] words, digits and punctuation
         appends.append(f"cat >> {shlex.quote(path)} <<'SWE_SRL_CANARY'\n{text}SWE_SRL_CANARY\n")
         planted.canaries += canaries
-        planted.own[path] = own_tests(source)
+        planted.own[path] = own[path]
         if target.selected and kind in ("pytest", "tox"):
             planted.selectors += [shlex.quote(f"{path}::{c.name}") for c in canaries]
         if k > 0 and kind == "unittest":  # the label named a class (or test) of this module
